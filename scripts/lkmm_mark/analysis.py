@@ -1,0 +1,829 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Stages 2 and 3: lock context, protection inference, verdicts.
+
+Input: the access facts of cocci/facts.cocci and the sources (for token
+order).  Output: a Plan, one verdict per access with a rule id from
+policies/policies.json and a reason citing the evidence.
+"""
+import collections
+import os
+
+from . import csrc
+from .locks import LockFlow, State, How, call_context, KEYWORDS
+
+
+def _short(path):
+    return os.path.basename(path)
+
+
+class Access:
+    __slots__ = ("file", "line", "col", "eline", "ecol", "fn", "field", "struct", "base",
+                 "kind", "macro", "tok", "held", "ctx", "func", "exclusion", "action",
+                 "rule", "reason", "test", "evidence", "struct_known")
+
+    def key(self):
+        return (self.file, self.line, self.col, self.eline, self.ecol)
+
+    def where(self):
+        return "%s:%d" % (_short(self.file), self.line)
+
+    def as_dict(self):
+        return {
+            "file": self.file, "line": self.line, "column": self.col,
+            "end_line": self.eline, "end_column": self.ecol, "function": self.fn,
+            "struct": self.struct, "field": self.field, "access": self.kind,
+            "base": self.base, "macro": self.macro,
+            "locks_held": sorted("%s (%s)" % (k, v.text()) for k, v in (self.held or {}).items()),
+            "action": self.action, "rule": self.rule, "reason": self.reason,
+            "test_code": self.test,
+        }
+
+
+class Source:
+    """Tokens, functions, structs of every file in the target."""
+
+    def __init__(self, tree, files):
+        self.toks = {}
+        self.funcs = {}          # (file, name) -> Function
+        self.by_name = collections.defaultdict(list)
+        self.structs = {}
+        self.struct_files = {}
+        self.typedefs = {}
+        self.pos = {}            # file -> {(line, col): token index}
+        for f in files:
+            with open(os.path.join(tree, f), errors="replace") as fh:
+                toks = csrc.tokenize(fh.read())
+            self.toks[f] = toks
+            self.pos[f] = {(t.line, t.col): i for i, t in enumerate(toks)}
+            for fn in csrc.find_functions(toks, f):
+                self.funcs[(f, fn.name)] = fn
+                self.by_name[fn.name].append(fn)
+            csrc.parse_typedefs(toks, self.typedefs)
+            before = set(self.structs)
+            csrc.parse_structs(toks, f, self.structs)
+            for s in set(self.structs) - before:
+                self.struct_files[s] = f
+        csrc.finish_structs(self.structs, self.typedefs)
+
+    def member(self, struct, field):
+        s = self.structs.get(struct)
+        if s is None:
+            return None
+        return s.get(field)
+
+
+class Analysis:
+    def __init__(self, tree, target, facts, policies, files):
+        self.tree = tree
+        self.target = target.rstrip("/")
+        self.P = policies
+        self.src = Source(tree, files)
+        self.facts = facts
+        self.accesses = []
+        self.not_analysed = []
+        self.fields = {}
+
+    # ---------------------------------------------------------------- facts
+    def build_accesses(self):
+        kinds = collections.defaultdict(set)
+        macros = {}
+        acc = {}
+        spatch_fns = set()
+        for r in self.facts:
+            # spatch puts E->f@p on the field name; X@p covers the whole
+            # expression: both end at the end of the field name.
+            k = (r["file"], r["eline"], r["ecol"])
+            if r["k"] == "acc":
+                acc[k] = r
+            elif r["k"] == "fn":
+                spatch_fns.add((r["file"], r["name"]))
+            elif r["k"] == "marked":
+                kinds[k].add("marked")
+                macros.setdefault(k, r["macro"])
+            else:
+                kinds[k].add(r["k"])
+        self.by_range = acc
+        for (f, name), fn in sorted(self.src.funcs.items(), key=lambda x: (x[0][0], x[1].line)):
+            if (f, name) not in spatch_fns:
+                self.not_analysed.append((f, fn.line, name))
+        tests = [self.target + "/" + d.strip("/") + "/" for d in (self.P.test_dirs or ["tests"])]
+        for k, r in acc.items():
+            a = Access()
+            a.file, a.line, a.col, a.eline, a.ecol = (r["file"], r["line"], r["col"],
+                                                      r["eline"], r["ecol"])
+            a.fn = r["fn"]
+            a.field = r["field"]
+            a.base = r["base"]
+            a.struct = csrc.struct_name(r["type"]) if r["type"] else None
+            if a.struct is None:
+                a.struct = self.resolve_base(a.file, a.fn, r["base"])
+            a.struct_known = a.struct is not None
+            ks = kinds.get(k, set())
+            a.macro = macros.get(k)
+            if "sizeof" in ks:
+                a.kind = "sizeof"
+            elif "marked" in ks:
+                a.kind = "marked"
+            elif "addr" in ks:
+                a.kind = "address"
+            elif "rmw" in ks:
+                a.kind = "rmw"
+            elif "write" in ks:
+                a.kind = "write"
+            else:
+                a.kind = "read"
+            a.test = any(a.file.startswith(t) for t in tests)
+            a.tok = self.src.pos.get(a.file, {}).get((a.line, a.col))
+            a.func = self.src.funcs.get((a.file, a.fn))
+            a.held = {}
+            a.ctx = ()
+            a.exclusion = None
+            a.action = "none"
+            a.rule = None
+            a.reason = ""
+            self.accesses.append(a)
+        self.accesses.sort(key=lambda a: a.key())
+
+    # ------------------------------------------------------ type resolution
+    def _decl_types(self, func):
+        """identifier -> struct name, from the parameters and locals of func."""
+        if func is None:
+            return {}
+        cache = getattr(func, "_types", None)
+        if cache is not None:
+            return cache
+        toks = self.src.toks[func.file]
+        # parameter list: from the name to the body
+        i = func.body_start - 1
+        while i > 0 and not (toks[i].kind == "id" and toks[i].text == func.name
+                             and toks[i + 1].text == "("):
+            i -= 1
+        types = {}
+        for k in range(i, func.body_end):
+            if toks[k].text in ("struct", "union") and k + 2 < func.body_end \
+                    and toks[k + 1].kind == "id":
+                j = k + 2
+                while j < func.body_end and toks[j].text in ("*", "const", "__rcu"):
+                    j += 1
+                if j < func.body_end and toks[j].kind == "id" and toks[j + 1].text in \
+                        (",", ";", ")", "=", "["):
+                    types.setdefault(toks[j].text, toks[k + 1].text)
+        func._types = types
+        return types
+
+    def resolve_base(self, file, fn, base):
+        """Struct name of a base expression spatch could not type."""
+        if not base:
+            return None
+        func = self.src.funcs.get((file, fn))
+        toks = [t.text for t in csrc.tokenize(base)]
+        # split on top-level -> and .
+        parts = []
+        depth = 0
+        cur = []
+        for t in toks:
+            if t in "([":
+                depth += 1
+            elif t in ")]":
+                depth -= 1
+            if depth == 0 and t in ("->", "."):
+                parts.append(cur)
+                cur = []
+                continue
+            cur.append(t)
+        parts.append(cur)
+        head = parts[0]
+        while head and head[0] == "(" and head[-1] == ")":
+            head = head[1:-1]
+        st = None
+        if len(head) == 1:
+            st = self._decl_types(func).get(head[0])
+        elif len(head) >= 3 and head[1] == "(":
+            cands = self.src.by_name.get(head[0], [])
+            for c in cands:
+                st = csrc.struct_name(c.ret.replace("struct", "struct ", 1)) if c.ret else None
+                if st:
+                    break
+        for p in parts[1:]:
+            if st is None or not p:
+                return None
+            m = self.src.member(st, p[0])
+            if m is None:
+                return None
+            st = csrc.struct_name(m.type)
+        return st
+
+    def lock_name_of(self, file, toks, a, b):
+        """Name of the lock an argument toks[a:b] denotes."""
+        while a < b and toks[a].text in ("&", "("):
+            a += 1
+        while b > a and toks[b - 1].text == ")" and \
+                sum(1 for t in toks[a:b] if t.text == "(") < sum(1 for t in toks[a:b] if t.text == ")"):
+            b -= 1
+        if a >= b:
+            return None
+        if b - a == 1 and toks[a].kind == "id":
+            return toks[a].text
+        first, last = toks[a], toks[b - 1]
+        r = self.by_range.get((file, last.line, last.ecol))
+        if r is not None:
+            st = csrc.struct_name(r["type"]) if r["type"] else \
+                self.resolve_base(file, r["fn"], r["base"])
+            return "%s.%s" % (st or "?", r["field"])
+        text = "".join(t.text for t in toks[a:b])
+        if "->" in text or "." in text:
+            return "?." + text.replace("->", ".").split(".")[-1]
+        return text
+
+    # --------------------------------------------------------------- flow
+    def run_flow(self):
+        by_func = collections.defaultdict(list)
+        for a in self.accesses:
+            if a.func is not None and a.tok is not None:
+                by_func[(a.file, a.fn)].append(a)
+        self.flows = {}
+        self.calls = collections.defaultdict(list)     # callee -> [(caller Function, State)]
+        for key, fn in self.src.funcs.items():
+            f = fn.file
+            toks = self.src.toks[f]
+            want = {a.tok for a in by_func.get(key, ())}
+
+            def resolve(x, y, _f=f, _t=toks):
+                return self.lock_name_of(_f, _t, x, y)
+
+            flow = LockFlow(toks, fn.body_start, fn.body_end + 1, self.P.lockfns, resolve, want)
+            res = flow.run(State())
+            self.flows[key] = res
+            ctx = call_context(toks, fn.body_start, fn.body_end + 1)
+            for a in by_func.get(key, ()):
+                a.ctx = ctx.get(a.tok, ())
+            for (k, callee, st) in res.calls:
+                self.calls[callee].append((fn, st, k))
+
+    def entry_locks(self):
+        """Locks held at entry: annotations, and held by every caller (fixed point)."""
+        addr_taken = set()
+        for f, toks in self.src.toks.items():
+            for i, t in enumerate(toks):
+                if t.kind == "id" and t.text in self.src.by_name and \
+                        not (i + 1 < len(toks) and toks[i + 1].text == "("):
+                    addr_taken.add(t.text)
+        self.addr_taken = addr_taken
+        annot = {}
+        for key, fn in self.src.funcs.items():
+            held = {}
+            for (nm, toks) in fn.annots:
+                if nm in ("__must_hold", "__releases"):
+                    name = self._annot_lock(fn, toks)
+                    if name:
+                        held[name] = How(nm + "() annotation", fn.line)
+            # an assertion with no acquisition before it: held on entry
+            res = self.flows.get(key)
+            acquired = set()
+            for (k, op, name) in (res.events if res else ()):
+                if op == "acquire":
+                    acquired.add(name)
+                elif op == "assert" and name not in acquired and name not in held:
+                    held[name] = How("asserted held in %s()" % fn.name,
+                                     self.src.toks[fn.file][k].line)
+            annot[key] = held
+        entry = {k: dict(v) for k, v in annot.items()}
+        for _ in range(30):
+            changed = False
+            for key, fn in self.src.funcs.items():
+                if fn.name in addr_taken:
+                    continue
+                sites = self.calls.get(fn.name, [])
+                # static functions are called from their own file only
+                if fn.static:
+                    sites = [s for s in sites if s[0].file == fn.file]
+                if not sites:
+                    continue
+                common = None
+                for (caller, st, k) in sites:
+                    h = set(st.held)
+                    ce = entry.get((caller.file, caller.name), {})
+                    h |= {n for n in ce if n not in st.killed}
+                    common = h if common is None else (common & h)
+                    if not common:
+                        break
+                new = dict(annot[key])
+                for n in sorted(common or ()):
+                    if n not in new:
+                        c0 = sites[0]
+                        new[n] = How("held by all %d callers (%s at %s:%d)"
+                                     % (len(sites), c0[0].name, _short(c0[0].file),
+                                        self.src.toks[c0[0].file][c0[2]].line),
+                                     fn.line)
+                if set(new) != set(entry[key]):
+                    entry[key] = new
+                    changed = True
+            if not changed:
+                break
+        self.entry = entry
+
+    def _annot_lock(self, fn, toks):
+        text = [t for t in toks]
+        if not text:
+            return None
+        i = 0
+        while i < len(text) and text[i].text in ("&", "("):
+            i += 1
+        ids = [t.text for t in text[i:] if t.kind == "id"]
+        if len(ids) == 1:
+            return ids[0]
+        if len(ids) >= 2:
+            st = self._decl_types(fn).get(ids[0])
+            for mem in ids[1:-1]:
+                m = self.src.member(st, mem) if st else None
+                st = csrc.struct_name(m.type) if m else None
+            return "%s.%s" % (st or "?", ids[-1])
+        return None
+
+    def attach_held(self):
+        for a in self.accesses:
+            if a.func is None or a.tok is None:
+                continue
+            key = (a.file, a.fn)
+            res = self.flows.get(key)
+            st = res.at.get(a.tok) if res else None
+            held = {}
+            if st is not None:
+                held.update(st.held)
+                for n, how in self.entry.get(key, {}).items():
+                    if n not in st.killed and n not in held:
+                        held[n] = how
+            a.held = held
+
+    # ----------------------------------------------------------- exclusions
+    def lifecycle_functions(self):
+        """Declared init/teardown functions, and functions only they call."""
+        life = {k for k, fn in self.src.funcs.items() if self.P.is_lifecycle(fn.name)}
+        for _ in range(20):
+            changed = False
+            for key, fn in self.src.funcs.items():
+                if key in life or fn.name in self.addr_taken:
+                    continue
+                sites = self.calls.get(fn.name, [])
+                if fn.static:
+                    sites = [s for s in sites if s[0].file == fn.file]
+                if sites and all((s[0].file, s[0].name) in life for s in sites):
+                    life.add(key)
+                    changed = True
+            if not changed:
+                break
+        return life
+
+    def find_constructors(self):
+        """Functions returning an object they allocated: 'x = kzalloc(); ...
+        return x;' (and constructors of constructors)."""
+        cons = set()
+        for _ in range(5):
+            new = set(cons)
+            for key, fn in self.src.funcs.items():
+                if fn.name in new:
+                    continue
+                toks = self.src.toks[fn.file]
+                alloc = set()
+                for k in range(fn.body_start, fn.body_end - 3):
+                    t = toks[k]
+                    if t.kind == "id" and toks[k + 1].text == "=" and toks[k + 3].text == "(" \
+                            and (toks[k + 2].text in self.P.allocators or
+                                 toks[k + 2].text in cons):
+                        alloc.add(t.text)
+                rets = [toks[k + 1].text for k in range(fn.body_start, fn.body_end - 2)
+                        if toks[k].text == "return" and toks[k + 2].text == ";"]
+                direct = any(toks[k].text == "return" and (toks[k + 1].text in self.P.allocators
+                                                           or toks[k + 1].text in cons)
+                             for k in range(fn.body_start, fn.body_end - 2))
+                if (direct or any(r in alloc for r in rets)) and "*" in fn.ret:
+                    new.add(fn.name)
+            if new == cons:
+                break
+            cons = new
+        return cons
+
+    def private_bases(self, fn):
+        """Roots of objects that are private to this function: stack structs,
+        objects allocated here, objects freed here."""
+        toks = self.src.toks[fn.file]
+        priv = {}
+        lo, hi = fn.body_start, fn.body_end
+        for k in range(lo, hi):
+            t = toks[k]
+            # struct foo x;  (a stack object, not a pointer)
+            if t.text in ("struct", "union") and k + 2 < hi and toks[k + 1].kind == "id" \
+                    and toks[k + 2].kind == "id" and toks[k + 3].text in (";", "=", ",", "["):
+                priv[toks[k + 2].text] = "stack object"
+            # x = kzalloc(...)
+            if t.kind == "id" and k + 3 < hi and toks[k + 1].text == "=" and \
+                    toks[k + 3].text == "(" and (toks[k + 2].text in self.P.allocators or
+                                                 toks[k + 2].text in self.constructors):
+                priv.setdefault(t.text, "allocated here by %s()" % toks[k + 2].text)
+            if t.text in self.P.freers and k + 2 < hi and toks[k + 1].text == "(" and \
+                    toks[k + 2].kind == "id" and toks[k + 3].text == ")":
+                priv.setdefault(toks[k + 2].text, "freed here by %s()" % t.text)
+        return priv
+
+    def apply_exclusions(self):
+        life = self.lifecycle_functions()
+        self.constructors = self.find_constructors()
+        exc = {}
+        for e in self.P.exceptions:
+            exc[e["field"]] = e
+        priv_cache = {}
+        for a in self.accesses:
+            fieldname = "%s.%s" % (a.struct, a.field)
+            if a.kind == "sizeof" or any(c in ("typeof", "__typeof__", "__typeof", "sizeof")
+                                         for c in a.ctx):
+                a.exclusion = ("sizeof", "operand of sizeof/typeof")
+                continue
+            if a.kind == "marked":
+                a.exclusion = ("already-marked", "already marked with %s()" % a.macro)
+                continue
+            if a.func is None:
+                a.exclusion = ("unknown-type", "not inside a function definition")
+                continue
+            if a.struct is None:
+                a.exclusion = ("unknown-type", "type of '%s' not inferred" % a.base)
+                continue
+            if a.struct not in self.src.structs:
+                a.exclusion = ("outside-target", "struct %s is not defined under %s"
+                               % (a.struct, self.target))
+                continue
+            m = self.src.member(a.struct, a.field)
+            if m is None:
+                a.exclusion = ("unknown-type", "no member %s in struct %s" % (a.field, a.struct))
+                continue
+            cat = m.category
+            if cat.startswith("opaque:") and cat[7:] in self.P.scalar_typedefs:
+                cat = "scalar"
+            if cat != "scalar":
+                what = {"bitfield": "a bitfield", "array": "an array", "rcu": "an __rcu pointer",
+                        "aggregate": "a struct or union (%s)" % m.type}.get(
+                            cat, "of type %s" % m.type)
+                a.exclusion = ("not-markable", "%s is %s" % (fieldname, what))
+                continue
+            if a.kind == "address":
+                bit = self._bitop(a)
+                if bit:
+                    a.kind = "atomic"
+                    a.exclusion = ("already-marked", "atomic %s() on its address" % bit)
+                else:
+                    a.exclusion = ("address-taken", "address taken")
+                continue
+            if fieldname in exc:
+                e = exc[fieldname]
+                if not e.get("functions") or a.fn in e["functions"]:
+                    a.exclusion = ("declared-exception", e["reason"])
+                    continue
+            if (a.file, a.fn) in life:
+                a.exclusion = ("lifecycle", "%s() is an init/teardown function%s" % (
+                    a.fn, "" if self.P.is_lifecycle(a.fn) else
+                    " (only called from init/teardown functions)"))
+                continue
+            key = (a.file, a.fn)
+            if key not in priv_cache:
+                priv_cache[key] = self.private_bases(a.func)
+            root = _root(a.base)
+            if root in priv_cache[key]:
+                a.exclusion = ("private", "'%s' is %s" % (root, priv_cache[key][root]))
+                continue
+
+    def _bitop(self, a):
+        for c in reversed(a.ctx):
+            if c in self.P.bitops:
+                return c
+            if c:
+                return None
+        return None
+
+    # ----------------------------------------------------------- contexts
+    def contexts(self):
+        """Functions registered as concurrent entry points (policies 'contexts'),
+        with their callees up to context_depth."""
+        roots = {}
+        for f, toks in self.src.toks.items():
+            for i, t in enumerate(toks):
+                if t.kind != "id" or i + 1 >= len(toks) or toks[i + 1].text != "(":
+                    continue
+                for c in self.P.contexts:
+                    if t.text != c["call"]:
+                        continue
+                    end = csrc.match_paren(toks, i + 1)
+                    args = _split(toks, i + 2, end)
+                    for n in c["args"]:
+                        if n < len(args):
+                            a, b = args[n]
+                            if b - a == 1 and toks[a].kind == "id" and toks[a].text in \
+                                    self.src.by_name:
+                                roots.setdefault(toks[a].text, "%s handler (%s at %s:%d)" % (
+                                    c["context"], c["call"], _short(f), t.line))
+        for h in self.P.handlers:
+            for fn in h["functions"]:
+                roots.setdefault(fn, "%s handler (declared)" % h["context"])
+        ctx = dict(roots)
+        frontier = list(roots)
+        for _ in range(self.P.context_depth):
+            nxt = []
+            for fn in frontier:
+                for f2 in self.src.by_name.get(fn, []):
+                    res = self.flows.get((f2.file, f2.name))
+                    if not res:
+                        continue
+                    for (_, callee, _) in res.calls:
+                        if callee in self.src.by_name and callee not in ctx:
+                            ctx[callee] = "called from %s" % roots.get(fn, ctx[fn])
+                            nxt.append(callee)
+            frontier = nxt
+        return ctx
+
+    # ------------------------------------------------------------ inference
+    def infer(self):
+        byfield = collections.defaultdict(list)
+        marked = collections.defaultdict(list)
+        rcu = {}
+        for a in self.accesses:
+            if a.exclusion and a.exclusion[0] == "already-marked" and not a.test \
+                    and a.struct is not None and a.macro:
+                if a.macro.startswith("rcu_"):
+                    rcu.setdefault((a.struct, a.field), a)
+                elif a.macro != "data_race-expr":
+                    marked[(a.struct, a.field)].append(a)
+        for a in self.accesses:
+            r = rcu.get((a.struct, a.field))
+            if r is not None and a.exclusion is None:
+                a.exclusion = ("not-markable", "%s.%s is an RCU pointer (%s() at %s)"
+                               % (a.struct, a.field, r.macro, r.where()))
+        for a in self.accesses:
+            if a.exclusion is None and not a.test:
+                byfield[(a.struct, a.field)].append(a)
+        ctxfns = self.contexts()
+        owners = {}
+        for o in self.P.owners:
+            owners[o["field"]] = o
+        for (st, fld), accs in sorted(byfield.items()):
+            name = "%s.%s" % (st, fld)
+            self.fields[name] = self.classify(name, accs, marked.get((st, fld), []),
+                                              owners.get(name), ctxfns)
+        # test code: verdict of its field, reported separately
+        for a in self.accesses:
+            if a.exclusion is None and a.test:
+                info = self.fields.get("%s.%s" % (a.struct, a.field))
+                if info:
+                    self.verdict(a, info)
+                else:
+                    a.rule, a.reason = "no-lock-evidence", "field not shared outside tests"
+        for a in self.accesses:
+            if a.exclusion is not None:
+                a.rule, a.reason = a.exclusion
+                a.action = "none"
+
+    def classify(self, name, accs, marked, owner, ctxfns):
+        writes = [a for a in accs if a.kind in ("write", "rmw")]
+        reads = [a for a in accs if a.kind in ("read", "rmw")]
+        info = {"field": name, "accesses": len(accs), "writes": len(writes),
+                "reads": len(reads), "lock": None, "share": None, "class": None,
+                "owner": owner, "evidence": []}
+        # the lock held by the most writes
+        cnt = collections.Counter()
+        first = {}
+        for w in writes:
+            for lk in w.held:
+                if lk.endswith(":r") or lk.startswith("?"):
+                    continue
+                cnt[lk] += 1
+                first.setdefault(lk, w)
+        if cnt:
+            lk, n = max(sorted(cnt.items()), key=lambda x: x[1])
+        # LockDoc-style: a lock protects the field when it is held by at
+        # least half of its writes; below that it is not the field's lock.
+        if cnt and 2 * n >= len(writes):
+            info["lock"] = lk
+            info["share"] = (n, len(writes))
+            info["lock_site"] = first[lk]
+        lk = info["lock"]
+
+        def holds(a):
+            return lk is not None and (lk in a.held or lk + ":r" in a.held)
+
+        locked_r = [r for r in reads if holds(r)]
+        if lk and not locked_r and not lk.startswith(name.split(".")[0] + "."):
+            # written under a lock that is neither the struct's own lock
+            # nor ever held by a reader: it is held for something else (a
+            # coarse mutex around a long operation), it does not show how
+            # this field is protected.
+            info["coincidental_lock"] = lk
+            info["lock"] = lk = None
+        locked_w = [w for w in writes if lk and lk in w.held]
+        unlocked_r = [r for r in reads if not holds(r)]
+        # evidence of concurrency without a lock
+        wait_reads = [r for r in reads if any(c in self.P.wait_macros for c in r.ctx)]
+        ctx_w = [w for w in writes if w.fn in ctxfns]
+        ctx_r = [r for r in reads if r.fn in ctxfns]
+        handler = self.handler_of(name)
+        info["handler"] = handler
+        if handler:
+            info["class"] = "handler"
+        elif owner:
+            info["class"] = "owner"
+        elif not writes and not marked:
+            info["class"] = "read-only"
+        elif lk and not unlocked_r and len(locked_w) == len(writes) and not wait_reads:
+            info["class"] = "always-locked"
+        elif lk:
+            info["class"] = "lock-protected"
+        elif marked:
+            info["class"] = "marked-elsewhere"
+            m = marked[0]
+            info["evidence"].append("already marked with %s() at %s" % (m.macro, m.where()))
+        elif wait_reads:
+            info["class"] = "wait-condition"
+            info["evidence"].append("read in a %s() condition at %s" % (
+                [c for c in wait_reads[0].ctx if c in self.P.wait_macros][-1],
+                wait_reads[0].where()))
+        elif ctx_w and any(r.fn not in ctxfns for r in reads):
+            info["class"] = "context-shared"
+            a = ctx_w[0]
+            info["evidence"].append("written in %s(), a %s" % (a.fn, ctxfns[a.fn]))
+        else:
+            info["class"] = "no-lock-evidence"
+        info["locked_writes"] = len(locked_w)
+        for a in accs:
+            self.verdict(a, info)
+        return info
+
+    def handler_of(self, name):
+        for h in self.P.handlers:
+            if name in h.get("fields", []):
+                return h
+        return None
+
+    def verdict(self, a, info):
+        cls = info["class"]
+        lk = info["lock"]
+        name = info["field"]
+        fn_reads_unlocked_before = False
+        if cls in ("read-only", "always-locked", "no-lock-evidence"):
+            a.action = "none"
+            a.rule = cls
+            if cls == "always-locked":
+                a.reason = "every access to %s holds %s" % (name, lk)
+            elif cls == "read-only":
+                a.reason = "%s is not written outside initialisation" % name
+            else:
+                a.reason = "no access to %s holds a lock and nothing shows it is shared" % name
+            return
+        if cls == "handler":
+            h = info["handler"]
+            pol = "P5" if h.get("restores") else "P4"
+            if a.fn in h["functions"] or "irqs-off" in a.held:
+                a.action, a.rule = "none", "handler-plain"
+                a.reason = "%s: %s" % (name, "in the handler" if a.fn in h["functions"]
+                                       else "interrupts blocked (%s)" % a.held["irqs-off"].text())
+            elif a.kind in ("write", "rmw"):
+                a.action = "WRITE_ONCE"
+                a.rule = "handler-restores-write" if pol == "P5" else "handler-access"
+                a.reason = "%s is shared with %s (%s); written here with the handler enabled" % (
+                    name, ", ".join(h["functions"]), h["reason"])
+            elif pol == "P5":
+                a.action, a.rule = "none", "handler-plain"
+                a.reason = "%s: the handler restores it (%s), plain loads are fine" % (
+                    name, h["reason"])
+            else:
+                a.action, a.rule = "READ_ONCE", "handler-access"
+                a.reason = "%s is shared with %s (%s); read here with the handler enabled" % (
+                    name, ", ".join(h["functions"]), h["reason"])
+            return
+        held = a.held
+        holds = lk is not None and (lk in held or lk + ":r" in held)
+        holds_x = lk is not None and lk in held
+        share = info.get("share")
+        lsite = info.get("lock_site")
+        if lk:
+            ev = "written under %s at %s" % (lk, lsite.where())
+            if share and share[1] > 1:
+                ev += " and %d other site%s (%d of %d writes)" % (
+                    share[1] - 1, "s" if share[1] > 2 else "", share[0], share[1])
+        else:
+            ev = "; ".join(info["evidence"]) or "shared without a lock"
+        owner = info["owner"]
+        is_owner = owner is not None and a.fn in owner["functions"]
+        if a.kind in ("write", "rmw"):
+            a.action = "WRITE_ONCE"
+            if holds_x:
+                a.rule = "locked-write"
+                a.reason = "%s is read without %s elsewhere (%s); locked write here" % (
+                    name, lk, self._first_unlocked_read(name, lk) or "see plan")
+                if not info.get("has_unlocked_read", True):
+                    pass
+            else:
+                a.rule = "unlocked-write"
+                if lk:
+                    a.reason = "%s is %s; written without it here" % (name, ev)
+                else:
+                    a.reason = "%s: %s; written without a lock here" % (name, ev)
+            if is_owner:
+                a.reason += " (owner: %s)" % owner["reason"]
+            return
+        # reads
+        if is_owner:
+            a.action, a.rule = "none", "owner-read"
+            a.reason = "read by the owner of %s (%s)" % (name, owner["reason"])
+            return
+        if holds:
+            # mixed within this function: an unlocked read before the lock
+            if self._unlocked_read_before(a, lk):
+                a.action, a.rule = "READ_ONCE", "refetch-after-lock"
+                a.reason = "%s is read without %s earlier in %s() and re-read under it here" % (
+                    name, lk, a.fn)
+            else:
+                a.action, a.rule = "none", "locked-read"
+                a.reason = "read under %s, which every write of %s holds" % (lk, name) \
+                    if share and share[0] == share[1] else \
+                    "read under %s (%d of %d writes hold it)" % (lk, share[0], share[1])
+            return
+        diag = [c for c in a.ctx if self.P.is_diag(c)]
+        if diag:
+            a.action, a.rule = "data_race", "diagnostic-read"
+            a.reason = "%s is %s; read without it only for %s() here" % (
+                name, ev if lk else "shared (" + ev + ")", diag[-1]) if lk else \
+                "%s: %s; read only for %s() here" % (name, ev, diag[-1])
+            return
+        a.action, a.rule = "READ_ONCE", "unlocked-read"
+        if lk:
+            a.reason = "%s is %s; read without it here" % (name, ev)
+        else:
+            a.reason = "%s: %s; read without a lock here" % (name, ev)
+
+    def _unlocked_read_before(self, a, lk):
+        for b in self._fn_field_reads(a):
+            if b.tok is not None and a.tok is not None and b.tok < a.tok and \
+                    lk not in b.held and lk + ":r" not in b.held:
+                return True
+        return False
+
+    def _fn_field_reads(self, a):
+        idx = getattr(self, "_ffr", None)
+        if idx is None:
+            idx = collections.defaultdict(list)
+            for b in self.accesses:
+                if b.exclusion is None and b.kind in ("read", "rmw"):
+                    idx[(b.file, b.fn, b.struct, b.field)].append(b)
+            self._ffr = idx
+        return idx[(a.file, a.fn, a.struct, a.field)]
+
+    def _first_unlocked_read(self, name, lk):
+        idx = getattr(self, "_fur", None)
+        if idx is None:
+            idx = {}
+            for b in self.accesses:
+                if b.exclusion is None and b.kind in ("read", "rmw") and not b.test:
+                    k = "%s.%s" % (b.struct, b.field)
+                    if k not in idx:
+                        idx[k] = []
+                    idx[k].append(b)
+            self._fur = idx
+        for b in idx.get(name, []):
+            if lk not in b.held and lk + ":r" not in b.held:
+                return "e.g. %s() at %s" % (b.fn, b.where())
+        return None
+
+    def run(self):
+        self.build_accesses()
+        self.run_flow()
+        self.entry_locks()
+        self.attach_held()
+        self.apply_exclusions()
+        self.infer()
+        return self
+
+
+def _root(base):
+    if not base:
+        return None
+    toks = csrc.tokenize(base)
+    for t in toks:
+        if t.kind == "id":
+            return t.text
+        if t.text not in ("(", "*", "&"):
+            return None
+    return None
+
+
+def _split(toks, lo, hi):
+    out = []
+    depth = 0
+    start = lo
+    for k in range(lo, hi):
+        x = toks[k].text
+        if x in "([{":
+            depth += 1
+        elif x in ")]}":
+            depth -= 1
+        elif x == "," and depth == 0:
+            out.append((start, k))
+            start = k + 1
+    if start < hi:
+        out.append((start, hi))
+    return out

@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Command-line driver.  Each sub-command is one stage or a chain of stages."""
+import argparse
+import sys
+
+from .tree import UserError
+
+
+def _common(p):
+    p.add_argument("--tree", help="kernel tree (default: cached Debian linux-source-6.1)")
+    p.add_argument("--target", default="fs/btrfs", help="directory to analyse (default fs/btrfs)")
+    p.add_argument("--policies", help="policies directory (default: the repository's policies/)")
+    p.add_argument("--jobs", "-j", type=int, default=0, help="spatch workers (default: nproc)")
+    p.add_argument("--no-cache", action="store_true", help="ignore cached facts")
+
+
+def build_parser():
+    ap = argparse.ArgumentParser(prog="lkmm-mark", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("provision", help="install and unpack linux-source-6.1 into the cache")
+    p.add_argument("--tree")
+
+    p = sub.add_parser("facts", help="run the spatch facts pass, write JSON")
+    _common(p)
+    p.add_argument("--out", "-o", required=True)
+
+    p = sub.add_parser("report", help="coccicheck-style lines for sites that need a mark")
+    _common(p)
+    p.add_argument("--all", action="store_true", help="also list sites whose action is none")
+    p.add_argument("--include-tests", action="store_true",
+                   help="report fs/btrfs/tests/ sites in the main list")
+
+    p = sub.add_parser("plan", help="every verdict, as JSON")
+    _common(p)
+    p.add_argument("--json", required=True, metavar="FILE")
+
+    p = sub.add_parser("series", help="write the git format-patch series")
+    _common(p)
+    p.add_argument("--out", default=None, help="output directory (default: patches/)")
+    p.add_argument("--signoff", help="'Name <email>' (default: git config)")
+    p.add_argument("--check", action="store_true",
+                   help="do not write; fail if the committed series would change")
+
+    p = sub.add_parser("rewrite", help="apply the plan to a copy of the tree (or --in-place)")
+    _common(p)
+    p.add_argument("--out", help="directory for the rewritten copy of the target")
+    p.add_argument("--in-place", action="store_true", help="modify the given --tree itself")
+
+    p = sub.add_parser("verify", help="build, sparse, boot and stress the series in QEMU")
+    p.add_argument("--tree")
+    p.add_argument("--patches", default=None)
+    p.add_argument("--kcsan", action="store_true")
+    p.add_argument("--stress-seconds", type=int, default=None)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+
+    p = sub.add_parser("bench", help="time the analysis against spatch --parse-c")
+    _common(p)
+    return ap
+
+
+def main(argv):
+    args = build_parser().parse_args(argv)
+    try:
+        if args.cmd == "provision":
+            from .tree import ensure_tree
+            print(ensure_tree(args.tree))
+            return 0
+        if args.cmd == "verify":
+            from . import verify
+            return verify.main(args)
+        from . import commands
+        return getattr(commands, "cmd_" + args.cmd)(args)
+    except UserError as e:
+        print("lkmm-mark: error: %s" % e, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

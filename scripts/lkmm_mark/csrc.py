@@ -1,0 +1,421 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Light C source reading: tokens, function bodies, struct layouts.
+
+spatch supplies the access facts; this module supplies what SmPL does not
+hand to a script easily: the token order inside each function (for lock
+regions and call sites) and the declared type of each struct member (for
+the exclusions: bitfields, arrays, __rcu, atomics, locks, embedded
+structs).
+"""
+import re
+
+_TOKEN = re.compile(r"""
+    (?P<nl>\n)
+  | (?P<ws>[ \t\r\f\v]+)
+  | (?P<lc>//[^\n]*)
+  | (?P<bc>/\*.*?\*/)
+  | (?P<pp>\#(?:[^\n\\]|\\.|\\\n)*)
+  | (?P<str>"(?:[^"\\\n]|\\.)*")
+  | (?P<chr>'(?:[^'\\\n]|\\.)*')
+  | (?P<id>[A-Za-z_]\w*)
+  | (?P<num>\.?\d(?:[\w.]|[eEpP][+-])*)
+  | (?P<op>->|\+\+|--|<<=|>>=|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^]=|\.\.\.|[^\s])
+""", re.X | re.S)
+
+
+class Tok:
+    __slots__ = ("kind", "text", "line", "col", "ecol")
+
+    def __init__(self, kind, text, line, col):
+        self.kind = kind
+        self.text = text
+        self.line = line
+        self.col = col
+        self.ecol = col + len(text)
+
+    def __repr__(self):
+        return "%s@%d:%d" % (self.text, self.line, self.col)
+
+
+def tokenize(src):
+    """Tokens with 1-based line and 0-based column, as spatch reports them.
+    Comments and preprocessor lines are dropped (code in both branches of an
+    #ifdef is kept, as spatch does)."""
+    toks = []
+    line = 1
+    lstart = 0
+    at_line_start = True
+    for m in _TOKEN.finditer(src):
+        kind = m.lastgroup
+        text = m.group()
+        if kind == "nl":
+            line += 1
+            lstart = m.end()
+            at_line_start = True
+            continue
+        if kind == "ws":
+            continue
+        if kind in ("lc", "bc", "pp"):
+            if kind == "pp" and not at_line_start:
+                # '#' inside a line (stringify in a macro body): keep as op
+                toks.append(Tok("op", "#", line, m.start() - lstart))
+                continue
+            n = text.count("\n")
+            if n:
+                line += n
+                lstart = m.start() + text.rfind("\n") + 1
+            continue
+        at_line_start = False
+        toks.append(Tok(kind, text, line, m.start() - lstart))
+    return toks
+
+
+def match_paren(toks, i):
+    """Index of the bracket closing toks[i] ('(' '[' '{'), or len(toks)."""
+    open_ = toks[i].text
+    close = {"(": ")", "[": "]", "{": "}"}[open_]
+    depth = 0
+    n = len(toks)
+    while i < n:
+        t = toks[i].text
+        if t == open_:
+            depth += 1
+        elif t == close:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return n
+
+
+ANNOT = {"__must_hold", "__releases", "__acquires", "__attribute__", "__printf",
+         "__cold", "__init", "__exit", "__maybe_unused", "noinline", "__always_inline"}
+
+
+class Function:
+    __slots__ = ("name", "file", "line", "body_start", "body_end", "annots", "static",
+                 "ret", "_types")
+
+    def __init__(self, name, file, line, body_start, body_end, annots, static, ret):
+        self.name = name
+        self.file = file
+        self.line = line
+        self.body_start = body_start   # index of '{'
+        self.body_end = body_end       # index of '}'
+        self.annots = annots           # [(name, [tokens])]
+        self.static = static
+        self.ret = ret                 # return type text
+        self._types = None
+
+
+def find_functions(toks, file):
+    """Top-level function definitions."""
+    funcs = []
+    i = 0
+    n = len(toks)
+    stmt_start = 0
+    while i < n:
+        t = toks[i].text
+        if t == "{":
+            j = match_paren(toks, i)
+            k = i - 1
+            annots = []
+            # skip trailing annotations: __must_hold(x) etc.
+            while k > stmt_start and toks[k].text == ")":
+                o = _open_of(toks, k, stmt_start)
+                if o is None or o - 1 < stmt_start:
+                    break
+                prev = toks[o - 1]
+                if prev.kind == "id" and (prev.text in ANNOT or prev.text.startswith("__")) \
+                        and o - 2 >= stmt_start and toks[o - 2].text == ")":
+                    annots.append((prev.text, toks[o + 1:k]))
+                    k = o - 2
+                    continue
+                if prev.kind == "id" and prev.text not in ("if", "while", "for", "switch",
+                                                           "sizeof", "__attribute__"):
+                    head = toks[stmt_start:o - 1]
+                    if not any(x.text in ("=", "struct", "union", "enum") and
+                               x is head[-1] for x in head[-1:]) and \
+                            not any(x.text == "=" for x in head):
+                        static = any(x.text == "static" for x in head)
+                        ret = " ".join(x.text for x in head
+                                       if x.text not in ("static", "inline", "noinline",
+                                                         "__always_inline", "__cold",
+                                                         "__init", "__exit", "extern",
+                                                         "__maybe_unused"))
+                        # the params themselves may hold a __must_hold-style annotation
+                        funcs.append(Function(prev.text, file, prev.line, i, j, annots,
+                                              static, ret))
+                break
+            i = j + 1
+            stmt_start = i
+            continue
+        if t == ";":
+            stmt_start = i + 1
+        i += 1
+    return funcs
+
+
+def _open_of(toks, k, lo):
+    depth = 0
+    while k >= lo:
+        t = toks[k].text
+        if t == ")":
+            depth += 1
+        elif t == "(":
+            depth -= 1
+            if depth == 0:
+                return k
+        k -= 1
+    return None
+
+
+# ---------------------------------------------------------------- structs
+
+SCALAR_WORDS = {
+    "char", "short", "int", "long", "unsigned", "signed", "bool", "_Bool", "float",
+    "double", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "__u8", "__u16",
+    "__u32", "__u64", "__s8", "__s16", "__s32", "__s64", "__le16", "__le32", "__le64",
+    "__be16", "__be32", "__be64", "size_t", "ssize_t", "loff_t", "pid_t", "gfp_t",
+    "blk_status_t", "sector_t", "dev_t", "fmode_t", "time64_t", "ktime_t", "uid_t",
+    "gid_t", "umode_t", "blk_opf_t", "blk_mode_t", "phys_addr_t", "dma_addr_t",
+    "uintptr_t", "unsigned", "uint", "ulong", "int8_t", "int16_t", "int32_t", "int64_t",
+    "uint8_t", "uint16_t", "uint32_t", "uint64_t", "pgoff_t", "vm_fault_t",
+    "blkcnt_t", "nlink_t", "ino_t", "off_t", "clockid_t",
+}
+QUALIFIERS = {"const", "volatile", "struct", "union", "enum", "__packed", "__aligned",
+              "____cacheline_aligned", "____cacheline_aligned_in_smp", "__randomize_layout",
+              "__attribute__"}
+
+
+class Member:
+    __slots__ = ("name", "type", "pointer", "array", "bitfield", "rcu", "volatile",
+                 "category", "line", "file")
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+def _classify(type_toks, pointer, array, bitfield, rcu, typedefs):
+    """Whether READ_ONCE()/WRITE_ONCE() can take this member, and why not."""
+    if bitfield:
+        return "bitfield"
+    if array:
+        return "array"
+    if rcu:
+        return "rcu"
+    if pointer:
+        return "scalar"
+    words = [t for t in type_toks if t not in ("const", "volatile")]
+    if not words:
+        return "unknown"
+    if words[0] == "enum":
+        return "scalar"
+    if words[0] in ("struct", "union"):
+        return "aggregate"
+    base = words[-1]
+    if all(w in SCALAR_WORDS for w in words):
+        return "scalar"
+    seen = set()
+    while base in typedefs and base not in seen:
+        seen.add(base)
+        base = typedefs[base]
+        if base in ("struct", "union"):
+            return "aggregate"
+        if base == "pointer" or base in SCALAR_WORDS or base == "enum":
+            return "scalar"
+    if base in SCALAR_WORDS:
+        return "scalar"
+    return "opaque:" + base
+
+
+def parse_typedefs(toks, typedefs):
+    """typedef lines we can use: 'typedef u64 foo;' 'typedef struct x y;'."""
+    i = 0
+    n = len(toks)
+    while i < n:
+        if toks[i].text == "typedef":
+            j = i
+            depth = 0
+            while j < n and not (toks[j].text == ";" and depth == 0):
+                if toks[j].text in "({[":
+                    depth += 1
+                elif toks[j].text in ")}]":
+                    depth -= 1
+                j += 1
+            body = [t.text for t in toks[i + 1:j]]
+            if body and body[-1] not in (")",) and "(" not in body:
+                name = body[-1]
+                rest = body[:-1]
+                if "*" in rest:
+                    typedefs[name] = "pointer"
+                elif rest and rest[0] in ("struct", "union"):
+                    typedefs[name] = "struct"
+                elif rest and rest[0] == "enum":
+                    typedefs[name] = "enum"
+                elif rest:
+                    typedefs[name] = rest[-1]
+            i = j
+        i += 1
+
+
+def parse_structs(toks, file, structs):
+    """struct NAME { members }, flattening anonymous unions/structs."""
+    i = 0
+    n = len(toks)
+    while i < n - 2:
+        if toks[i].text in ("struct", "union") and toks[i + 1].kind == "id" \
+                and toks[i + 2].text == "{":
+            name = toks[i + 1].text
+            j = match_paren(toks, i + 2)
+            members = {}
+            _members(toks, i + 3, j, file, members, structs, name)
+            if name not in structs or not structs[name]:
+                structs[name] = members
+            i = j
+        i += 1
+
+
+def _members(toks, lo, hi, file, out, structs, outer):
+    i = lo
+    while i < hi:
+        # one declaration up to ';' at this level
+        j = i
+        parts = []
+        while j < hi and toks[j].text != ";":
+            if toks[j].text == "{":
+                k = match_paren(toks, j)
+                parts.append(("block", j, k))
+                j = k + 1
+                continue
+            if toks[j].text in ("(", "["):
+                k = match_paren(toks, j)
+                parts.append(("group", j, k))
+                j = k + 1
+                continue
+            parts.append(("tok", j, j))
+            j += 1
+        _declaration(toks, parts, file, out, structs, outer)
+        i = j + 1
+
+
+def _declaration(toks, parts, file, out, structs, outer):
+    if not parts:
+        return
+    blocks = [p for p in parts if p[0] == "block"]
+    if blocks:
+        b = blocks[0]
+        kw_idx = b[1] - 1
+        tag = toks[kw_idx].text if toks[kw_idx].kind == "id" else None
+        after = [p for p in parts if p[1] > b[2]]
+        names = [toks[p[1]].text for p in after if p[0] == "tok" and toks[p[1]].kind == "id"]
+        if not names:
+            # anonymous: members belong to the outer struct
+            _members(toks, b[1] + 1, b[2], file, out, structs, outer)
+            return
+        inner = {}
+        _members(toks, b[1] + 1, b[2], file, inner, structs, outer)
+        tname = tag if tag not in (None, "struct", "union") else "%s::%s" % (outer, names[0])
+        structs.setdefault(tname, inner)
+        for nm in names:
+            m = Member()
+            m.name, m.type, m.pointer, m.array, m.bitfield = nm, "struct " + tname, False, False, False
+            m.rcu = m.volatile = False
+            m.category = "aggregate"
+            m.line, m.file = toks[b[1]].line, file
+            out[nm] = m
+        return
+    # split declarators on ','
+    decls = [[]]
+    for p in parts:
+        if p[0] == "tok" and toks[p[1]].text == ",":
+            decls.append([])
+        else:
+            decls[-1].append(p)
+    base_type = None
+    for d in decls:
+        info = _declarator(toks, d, base_type)
+        if info is None:
+            continue
+        name, type_toks, pointer, array, bitfield, rcu, line = info
+        if base_type is None:
+            base_type = type_toks
+        m = Member()
+        m.name = name
+        m.type = " ".join(type_toks) + (" *" if pointer else "")
+        m.pointer, m.array, m.bitfield, m.rcu = pointer, array, bitfield, rcu
+        m.volatile = "volatile" in type_toks
+        m.category = (type_toks, pointer, array, bitfield, rcu)  # classified later
+        m.line, m.file = line, file
+        out[name] = m
+
+
+def _declarator(toks, d, base_type):
+    words = []
+    name = None
+    pointer = array = bitfield = rcu = False
+    line = None
+    k = 0
+    while k < len(d):
+        kind, a, b = d[k]
+        if kind == "group" and toks[a].text == "(":
+            inner = [t.text for t in toks[a + 1:b]]
+            prev = toks[d[k - 1][1]].text if k else ""
+            if prev == "__attribute__" or prev.startswith("__aligned") or prev == "__counted_by":
+                k += 1
+                continue
+            if inner and inner[0] == "*":
+                # function pointer or pointer to array: (*name)(...)
+                pointer = True
+                ids = [t for t in toks[a + 1:b] if t.kind == "id" and t.text != "__rcu"]
+                if ids:
+                    name = ids[-1].text
+                    line = ids[-1].line
+                break
+            k += 1
+            continue
+        if kind == "group" and toks[a].text == "[":
+            array = True
+            k += 1
+            continue
+        t = toks[a]
+        if t.text == ":":
+            bitfield = True
+            break
+        if t.text == "*":
+            pointer = True
+        elif t.text == "__rcu":
+            rcu = True
+        elif t.kind == "id":
+            if name is not None:
+                words.append(name)
+            name = t.text
+            line = t.line
+        k += 1
+    if name is None:
+        return None
+    if not words and base_type is not None:
+        words = list(base_type)
+    words = [w for w in words if w not in ("__rcu",) and not w.startswith("____cacheline")]
+    return name, words, pointer, array, bitfield, rcu, line
+
+
+def finish_structs(structs, typedefs):
+    for members in structs.values():
+        for m in members.values():
+            if isinstance(m.category, tuple):
+                tt, ptr, arr, bf, rcu = m.category
+                m.category = _classify(tt, ptr, arr, bf, rcu, typedefs)
+
+
+def struct_name(t):
+    """'struct btrfs_block_rsv' / 'struct btrfs_block_rsv *' -> 'btrfs_block_rsv'."""
+    if not t:
+        return None
+    t = t.replace("*", " ").split()
+    t = [w for w in t if w not in ("const", "volatile")]
+    if len(t) == 2 and t[0] in ("struct", "union"):
+        return t[1]
+    if len(t) == 1:
+        return t[0]
+    return None

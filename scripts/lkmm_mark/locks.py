@@ -1,0 +1,373 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Lock regions inside one function: a must-hold data-flow over its tokens.
+
+The state at a point is the set of locks held on *every* path reaching it
+(intersection at joins).  Lock, unlock and trylock calls come from the
+policy data (kernel primitives and subsystem wrappers); a successful
+trylock holds the lock only on its success branch; lockdep_assert_held()
+adds the lock from that point on.  Locks held by the caller enter as a
+symbolic set: `killed` records which of them the function itself released,
+so the flow is computed once and combined with the callers' sets later.
+
+Control flow handled: blocks, if/else, loops (including for_each-style
+macros), switch/case, break/continue, return, forward goto to labels.
+Backward gotos end their path (the label's state is already fixed).
+"""
+
+KEYWORDS = {"if", "else", "while", "for", "do", "switch", "case", "default", "return",
+            "goto", "break", "continue", "sizeof", "typeof", "__typeof__", "__typeof",
+            "_Alignof", "__alignof__", "asm", "__asm__", "volatile"}
+
+
+class How:
+    """Where a held lock comes from, for the reason text."""
+    __slots__ = ("what", "line")
+
+    def __init__(self, what, line):
+        self.what = what
+        self.line = line
+
+    def text(self):
+        return "%s at line %d" % (self.what, self.line)
+
+
+class State:
+    __slots__ = ("held", "killed")
+
+    def __init__(self, held=None, killed=frozenset()):
+        self.held = held if held is not None else {}
+        self.killed = killed
+
+    def copy(self):
+        return State(dict(self.held), self.killed)
+
+
+def merge(a, b):
+    if a is None:
+        return b.copy() if b is not None else None
+    if b is None:
+        return a.copy()
+    held = {k: v for k, v in a.held.items() if k in b.held}
+    return State(held, a.killed | b.killed)
+
+
+class FlowResult:
+    def __init__(self):
+        self.at = {}          # token index -> State (for the indexes asked for)
+        self.calls = []       # (token index, callee name, State)
+        self.events = []      # (token index, op, lock name)
+
+
+class LockFlow:
+    """Run over toks[lo:hi] (the body including braces)."""
+
+    def __init__(self, toks, lo, hi, lockfns, resolve, want):
+        self.t = toks
+        self.lo = lo
+        self.hi = hi
+        self.lockfns = lockfns      # name -> spec dict
+        self.resolve = resolve      # (arg_lo, arg_hi) -> lock name or None
+        self.want = want            # set of token indexes to record
+        self.res = FlowResult()
+        self.labels = {}            # label -> State merged from gotos
+        self.loops = []             # stack of [break_state, continue_state]
+
+    def run(self, entry=None):
+        st = entry or State()
+        self.block(self.lo, st)
+        return self.res
+
+    # -- statements ------------------------------------------------------
+    def block(self, i, st):
+        """toks[i] is '{'; returns (index after '}', state)."""
+        end = self._match(i)
+        j = i + 1
+        while j < end:
+            j, st = self.stmt(j, st, end)
+        return end + 1, st
+
+    def _match(self, i):
+        from .csrc import match_paren
+        return min(match_paren(self.t, i), self.hi)
+
+    def stmt(self, i, st, end):
+        t = self.t
+        if i >= end:
+            return end, st
+        tx = t[i].text
+        if st is None:
+            # unreachable code, unless it is a label
+            if t[i].kind == "id" and i + 1 < end and t[i + 1].text == ":" and tx not in KEYWORDS:
+                pass
+            elif tx in ("case", "default"):
+                pass
+            else:
+                return self._skip_stmt(i, end), None
+        if tx == "{":
+            return self.block(i, st)
+        if tx == ";":
+            return i + 1, st
+        if tx == "if" and i + 1 < end and t[i + 1].text == "(":
+            c = self._match(i + 1)
+            st_then, st_else = self.cond(i + 2, c, st)
+            j, s1 = self.stmt(c + 1, st_then, end)
+            if j < end and t[j].text == "else":
+                j, s2 = self.stmt(j + 1, st_else, end)
+            else:
+                s2 = st_else
+            return j, merge(s1, s2)
+        if tx in ("while", "switch") and i + 1 < end and t[i + 1].text == "(":
+            c = self._match(i + 1)
+            st_body, st_exit = self.cond(i + 2, c, st)
+            if tx == "switch":
+                st_exit = None
+            return self._loop_body(c + 1, st_body, st_exit, end, switch=(tx == "switch"))
+        if tx == "for" and i + 1 < end and t[i + 1].text == "(":
+            c = self._match(i + 1)
+            st = self.expr(i + 2, c, st)
+            return self._loop_body(c + 1, st, st, end)
+        if tx == "do":
+            self.loops.append([None, None])
+            j, s = self.stmt(i + 1, st, end)
+            brk, cont = self.loops.pop()
+            s = merge(s, cont)
+            if j < end and t[j].text == "while" and j + 1 < end and t[j + 1].text == "(":
+                c = self._match(j + 1)
+                if s is not None:
+                    s = self.expr(j + 2, c, s)
+                j = c + 1
+                if j < end and t[j].text == ";":
+                    j += 1
+            return j, merge(s, brk)
+        if tx == "return":
+            j = self._find_semi(i, end)
+            self.expr(i + 1, j, st)
+            return j + 1, None
+        if tx == "goto" and i + 1 < end:
+            lab = t[i + 1].text
+            self.labels[lab] = merge(self.labels.get(lab), st)
+            return self._find_semi(i, end) + 1, None
+        if tx in ("break", "continue"):
+            if self.loops:
+                k = 0 if tx == "break" else 1
+                self.loops[-1][k] = merge(self.loops[-1][k], st)
+            return self._find_semi(i, end) + 1, None
+        if tx in ("case", "default"):
+            j = i
+            while j < end and t[j].text != ":":
+                j += 1
+            entry = self.loops[-1][2] if self.loops and len(self.loops[-1]) > 2 else None
+            return j + 1, merge(st, entry)
+        if t[i].kind == "id" and i + 1 < end and t[i + 1].text == ":" and tx not in KEYWORDS:
+            return i + 2, merge(st, self.labels.get(tx))
+        # for_each-style macro: IDENT ( ... ) followed by a statement, not ';'
+        if t[i].kind == "id" and i + 1 < end and t[i + 1].text == "(" and tx not in KEYWORDS:
+            c = self._match(i + 1)
+            if c + 1 < end and t[c + 1].text == "{" and tx not in self.lockfns:
+                st = self.expr(i + 2, c, st)
+                return self._loop_body(c + 1, st, st, end)
+        j = self._find_semi(i, end)
+        st = self.expr(i, j, st)
+        return j + 1, st
+
+    def _loop_body(self, i, st_body, st_exit, end, switch=False):
+        frame = [None, None]
+        if switch:
+            frame.append(st_body)
+        self.loops.append(frame)
+        j, s = self.stmt(i, st_body, end)
+        frame = self.loops.pop()
+        out = merge(st_exit, frame[0])
+        if not switch:
+            out = merge(out, s)
+            out = merge(out, frame[1])
+        else:
+            out = merge(out, s)
+        return j, out
+
+    def _find_semi(self, i, end):
+        t = self.t
+        depth = 0
+        while i < end:
+            x = t[i].text
+            if x in "([{":
+                depth += 1
+            elif x in ")]}":
+                depth -= 1
+                if depth < 0:
+                    return i
+            elif x == ";" and depth == 0:
+                return i
+            i += 1
+        return end
+
+    def _skip_stmt(self, i, end):
+        t = self.t
+        if t[i].text == "{":
+            return self._match(i) + 1
+        if t[i].text in ("if", "while", "for", "switch") and i + 1 < end and t[i + 1].text == "(":
+            c = self._match(i + 1)
+            j = self._skip_stmt(c + 1, end) if c + 1 < end else end
+            if t[i].text == "if" and j < end and t[j].text == "else":
+                j = self._skip_stmt(j + 1, end)
+            return j
+        if t[i].text == "do":
+            j = self._skip_stmt(i + 1, end)
+            if j < end and t[j].text == "while":
+                return self._find_semi(j, end) + 1
+            return j
+        if t[i].kind == "id" and i + 1 < end and t[i + 1].text == "(":
+            c = self._match(i + 1)
+            if c + 1 < end and t[c + 1].text == "{":
+                return self._match(c + 1) + 1
+        return self._find_semi(i, end) + 1
+
+    # -- expressions -----------------------------------------------------
+    def cond(self, lo, hi, st):
+        """A condition: returns (state if true, state if false)."""
+        t = self.t
+        # find a trylock-like call directly in the condition
+        k = lo
+        neg = False
+        while k < hi:
+            x = t[k].text
+            if x == "!":
+                neg = not neg
+                k += 1
+                continue
+            if x == "(":
+                k += 1
+                continue
+            break
+        spec = self.lockfns.get(t[k].text) if k < hi and t[k].kind == "id" else None
+        if spec and spec["op"] in ("trylock", "acquire_ret0") and k + 1 < hi and t[k + 1].text == "(":
+            c = self._match(k + 1)
+            before = self.expr(lo, k, st, skip_events=True)
+            name = self._lock_name(spec, k + 2, c)
+            self._record_range(k, c + 1, before)
+            self.res.calls.append((k, t[k].text, before))
+            rest = self.expr(c + 1, hi, before)
+            got = rest.copy()
+            if name:
+                got.held[self._mode_name(name, spec)] = How(spec["name"] + " succeeded",
+                                                             t[k].line)
+                self.res.events.append((k, "acquire", name))
+            # trylock: true means taken; mutex_lock_interruptible: 0 means taken
+            taken_if_true = (spec["op"] == "trylock")
+            if neg:
+                taken_if_true = not taken_if_true
+            return (got, rest) if taken_if_true else (rest, got)
+        s = self.expr(lo, hi, st)
+        return s, s.copy()
+
+    def _mode_name(self, name, spec):
+        return name + ":r" if spec.get("mode") == "read" else name
+
+    def _lock_name(self, spec, alo, ahi):
+        if spec.get("lock"):
+            return spec["lock"]
+        # argument number spec['arg'] of the call
+        args = self._split_args(alo, ahi)
+        n = spec.get("arg", 0)
+        if n >= len(args):
+            return None
+        a, b = args[n]
+        return self.resolve(a, b)
+
+    def _split_args(self, lo, hi):
+        t = self.t
+        out = []
+        depth = 0
+        start = lo
+        for k in range(lo, hi):
+            x = t[k].text
+            if x in "([{":
+                depth += 1
+            elif x in ")]}":
+                depth -= 1
+            elif x == "," and depth == 0:
+                out.append((start, k))
+                start = k + 1
+        if start < hi:
+            out.append((start, hi))
+        return out
+
+    def _record_range(self, lo, hi, st):
+        for k in range(lo, hi):
+            if k in self.want:
+                self.res.at[k] = st
+
+    def expr(self, lo, hi, st, skip_events=False):
+        """Tokens lo..hi-1 in order; lock calls change the state."""
+        if st is None:
+            return None
+        t = self.t
+        want = self.want
+        k = lo
+        while k < hi:
+            tk = t[k]
+            if k in want:
+                self.res.at[k] = st
+            if tk.kind == "id" and k + 1 < hi and t[k + 1].text == "(" and tk.text not in KEYWORDS:
+                spec = self.lockfns.get(tk.text)
+                self.res.calls.append((k, tk.text, st))
+                if spec and not skip_events:
+                    c = self._match(k + 1)
+                    # record the argument tokens with the state before the call
+                    self._record_range(k + 1, c, st)
+                    name = self._lock_name(spec, k + 2, c)
+                    st = self._apply(spec, name, st, tk.line, k)
+                    k = c + 1
+                    continue
+            k += 1
+        return st
+
+    def _apply(self, spec, name, st, line, k):
+        op = spec["op"]
+        if name is None:
+            return st
+        st = st.copy()
+        if spec.get("irq"):
+            if op in ("acquire", "acquire_ret0"):
+                st.held["irqs-off"] = How(spec["name"], line)
+            elif op == "release":
+                st.held.pop("irqs-off", None)
+                st.killed = st.killed | {"irqs-off"}
+        if op in ("acquire", "acquire_ret0", "trylock"):
+            # trylock outside a condition: unknown outcome, nothing held
+            if op == "acquire" or op == "acquire_ret0":
+                st.held[self._mode_name(name, spec)] = How(spec["name"], line)
+                self.res.events.append((k, "acquire", name))
+        elif op == "release":
+            for nm in (name, name + ":r"):
+                st.held.pop(nm, None)
+            st.killed = st.killed | {name, name + ":r"}
+            self.res.events.append((k, "release", name))
+        elif op == "assert":
+            st.held[self._mode_name(name, spec)] = How(spec["name"], line)
+            self.res.events.append((k, "assert", name))
+        elif op == "downgrade":
+            st.held.pop(name, None)
+            st.held[name + ":r"] = How(spec["name"], line)
+        return st
+
+
+def call_context(toks, lo, hi):
+    """For every token index in lo..hi, the callee names of the enclosing
+    parentheses, innermost last ('if', 'while' and friends included)."""
+    ctx = {}
+    stack = []
+    for k in range(lo, hi):
+        x = toks[k].text
+        if x == "(":
+            prev = toks[k - 1] if k > lo else None
+            stack.append(prev.text if prev is not None and prev.kind == "id" else "")
+        elif x == ")":
+            if stack:
+                stack.pop()
+        elif x in ("{", "}", ";"):
+            # statement expressions and blocks reset nothing: keep the stack
+            pass
+        if stack:
+            ctx[k] = tuple(stack)
+    return ctx

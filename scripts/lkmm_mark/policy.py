@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Loading and checking policies/ (JSON data, no code)."""
+import json
+import os
+import re
+from pathlib import Path
+
+from .tree import UserError
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_DIR = REPO / "policies"
+
+# keys each file may hold, with the type of the value
+SCHEMA = {
+    "lock_functions": list, "annotations": dict, "diagnostic_calls": list,
+    "diagnostic_prefixes": list, "marking_macros": list, "allocators": list,
+    "freers": list, "lifecycle_functions": list, "lifecycle_patterns": list,
+    "owners": list, "handlers": list, "contexts": list, "exceptions": list,
+    "atomic_bitops": list, "wait_macros": list, "context_depth": int,
+    "policies": list, "rules": list, "subsystem": str, "_comment": str,
+    "scalar_typedefs": list, "test_dirs": list,
+}
+
+
+class Policies:
+    def __init__(self):
+        self.lockfns = {}
+        self.diag_calls = set()
+        self.diag_prefixes = []
+        self.allocators = set()
+        self.freers = set()
+        self.lifecycle = set()
+        self.lifecycle_re = []
+        self.owners = []
+        self.handlers = []
+        self.contexts = []
+        self.exceptions = []
+        self.bitops = {}
+        self.wait_macros = set()
+        self.context_depth = 1
+        self.policies = []
+        self.rules = {}
+        self.scalar_typedefs = set()
+        self.test_dirs = []
+        self.files = []
+
+    def is_lifecycle(self, fn):
+        return fn in self.lifecycle or any(r.search(fn) for r in self.lifecycle_re)
+
+    def is_diag(self, name):
+        return name in self.diag_calls or any(name.startswith(p) for p in self.diag_prefixes)
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except json.JSONDecodeError as e:
+        raise UserError("%s:%d: malformed policy file: %s" % (path, e.lineno, e.msg))
+    except OSError as e:
+        raise UserError("%s: cannot read policy file: %s" % (path, e.strerror))
+    if not isinstance(data, dict):
+        raise UserError("%s: malformed policy file: top level must be an object" % path)
+    for k, v in data.items():
+        if k not in SCHEMA:
+            raise UserError("%s: malformed policy file: unknown key '%s'" % (path, k))
+        if not isinstance(v, SCHEMA[k]):
+            raise UserError("%s: malformed policy file: '%s' must be a %s"
+                            % (path, k, SCHEMA[k].__name__))
+    return data
+
+
+def _need(path, obj, keys, what):
+    for k in keys:
+        if k not in obj:
+            raise UserError("%s: malformed policy file: %s entry without '%s'" % (path, what, k))
+
+
+def load(pdir=None, subsystem="btrfs"):
+    pdir = Path(pdir) if pdir else DEFAULT_DIR
+    if not pdir.is_dir():
+        raise UserError("%s: no such policies directory" % pdir)
+    files = [pdir / "policies.json", pdir / "kernel.json"]
+    sub = pdir / subsystem
+    if sub.is_dir():
+        files += sorted(sub.glob("*.json"))
+    P = Policies()
+    for f in files:
+        if not f.exists():
+            if f.name in ("policies.json", "kernel.json"):
+                raise UserError("%s: missing policy file" % f)
+            continue
+        d = _read(f)
+        P.files.append(str(f))
+        for spec in d.get("lock_functions", []):
+            _need(f, spec, ("name", "op"), "lock_functions")
+            if spec["op"] not in ("acquire", "acquire_ret0", "trylock", "release",
+                                  "downgrade", "assert"):
+                raise UserError("%s: malformed policy file: lock function %s has unknown op '%s'"
+                                % (f, spec["name"], spec["op"]))
+            P.lockfns[spec["name"]] = spec
+        P.diag_calls.update(d.get("diagnostic_calls", []))
+        P.diag_prefixes += d.get("diagnostic_prefixes", [])
+        P.allocators.update(d.get("allocators", []))
+        P.freers.update(d.get("freers", []))
+        P.lifecycle.update(d.get("lifecycle_functions", []))
+        for pat in d.get("lifecycle_patterns", []):
+            try:
+                P.lifecycle_re.append(re.compile(pat))
+            except re.error as e:
+                raise UserError("%s: malformed policy file: bad pattern %r: %s" % (f, pat, e))
+        for o in d.get("owners", []):
+            _need(f, o, ("field", "functions", "reason"), "owners")
+            P.owners.append(o)
+        for h in d.get("handlers", []):
+            _need(f, h, ("functions", "context", "reason"), "handlers")
+            P.handlers.append(h)
+        for c in d.get("contexts", []):
+            _need(f, c, ("call", "args", "context"), "contexts")
+            P.contexts.append(c)
+        for e in d.get("exceptions", []):
+            _need(f, e, ("field", "reason"), "exceptions")
+            P.exceptions.append(e)
+        for b in d.get("atomic_bitops", []):
+            _need(f, b, ("name", "arg"), "atomic_bitops")
+            P.bitops[b["name"]] = b["arg"]
+        P.wait_macros.update(d.get("wait_macros", []))
+        if "context_depth" in d:
+            P.context_depth = d["context_depth"]
+        for p in d.get("policies", []):
+            _need(f, p, ("id", "text"), "policies")
+            P.policies.append(p)
+        for r in d.get("rules", []):
+            _need(f, r, ("id", "action", "text"), "rules")
+            P.rules[r["id"]] = r
+        P.scalar_typedefs.update(d.get("scalar_typedefs", []))
+        P.test_dirs += d.get("test_dirs", [])
+    return P
+
+
+def digest(P):
+    """Content of all policy files, for cache keys."""
+    import hashlib
+    h = hashlib.sha256()
+    for f in P.files:
+        h.update(f.encode())
+        h.update(open(f, "rb").read())
+    return h.hexdigest()

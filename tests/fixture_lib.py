@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Run the analysis on a fixture directory: its .c/.h files become a small
+fs/btrfs; its policies.json (if any) is the subsystem policy file."""
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO / "scripts"))
+
+from lkmm_mark import facts as facts_mod  # noqa: E402
+from lkmm_mark import policy as policy_mod  # noqa: E402
+from lkmm_mark.analysis import Analysis  # noqa: E402
+
+TARGET = "fs/btrfs"
+
+
+def make_tree(fixture, tmp):
+    tree = Path(tmp) / "tree"
+    dst = tree / TARGET
+    dst.mkdir(parents=True)
+    for p in sorted(Path(fixture).rglob("*")):
+        if p.suffix in (".c", ".h") and p.is_file():
+            rel = p.relative_to(fixture)
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(p, dst / rel)
+    (tree / "include").mkdir()
+    return tree
+
+
+def make_policies(fixture, tmp):
+    pdir = Path(tmp) / "policies"
+    (pdir / "btrfs").mkdir(parents=True)
+    for f in ("policies.json", "kernel.json"):
+        shutil.copy(REPO / "policies" / f, pdir / f)
+    own = Path(fixture) / "policies.json"
+    if own.exists():
+        shutil.copy(own, pdir / "btrfs" / "fixture.json")
+    return pdir
+
+
+def analyse_fixture(fixture):
+    with tempfile.TemporaryDirectory(prefix="lkmm-fx-") as tmp:
+        os.environ["LKMM_MARK_CACHE"] = os.path.join(tmp, "cache")
+        tree = make_tree(fixture, tmp)
+        P = policy_mod.load(make_policies(fixture, tmp))
+        recs, _ = facts_mod.run(str(tree), TARGET, 1, use_cache=False)
+        files = facts_mod.source_files(str(tree), TARGET)
+        A = Analysis(str(tree), TARGET, recs, P, files).run()
+        return A
+
+
+def site_lines(A):
+    """Every verdict of the fixture, one line each, for expected files."""
+    out = []
+    for a in A.accesses:
+        f = a.file[len(TARGET) + 1:]
+        out.append("%s:%d:%d-%d: %s %s.%s %s (%s)" % (
+            f, a.line, a.col, a.ecol, a.fn, a.struct, a.field, a.action, a.rule))
+    return out
+
+
+if __name__ == "__main__":
+    # print the verdicts of a fixture (to review before writing expected)
+    A = analyse_fixture(sys.argv[1])
+    print("\n".join(site_lines(A)))
