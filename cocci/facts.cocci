@@ -33,35 +33,43 @@ def lkmm_emit(kind, p, **kw):
     _lkmm_out.write(json.dumps(rec) + "\n")
 
 // Every field access, typed when spatch knows the type of the base.
+// Arrow and dot accesses are separate rules: in one disjunction, the
+// arrow branch matching a->b hides the dot access (a->b).c around it.
 @acc@
 type T;
 T *E1;
-T E2;
-expression E3, E4;
+expression E3;
 identifier f;
 position p;
 @@
-(
-E1->f@p
-|
-E2.f@p
-|
-E3->f@p
-|
-E4.f@p
-)
+\( E1->f@p \| E3->f@p \)
 
 @script:python@
 p << acc.p;
 f << acc.f;
 T << acc.T = "";
 E1 << acc.E1 = "";
-E2 << acc.E2 = "";
 E3 << acc.E3 = "";
-E4 << acc.E4 = "";
 @@
-lkmm_emit("acc", p, field=f, type=T, base=E1 or E2 or E3 or E4,
-          arrow=bool(E1 or E3))
+lkmm_emit("acc", p, field=f, type=T, base=E1 or E3, arrow=True)
+
+@accdot@
+type T;
+T E2;
+expression E4;
+identifier f;
+position p;
+@@
+\( E2.f@p \| E4.f@p \)
+
+@script:python@
+p << accdot.p;
+f << accdot.f;
+T << accdot.T = "";
+E2 << accdot.E2 = "";
+E4 << accdot.E4 = "";
+@@
+lkmm_emit("acc", p, field=f, type=T, base=E2 or E4, arrow=False)
 
 @wr@
 expression E, E2;

@@ -299,6 +299,10 @@ class Analysis:
                     sites = [s for s in sites if s[0].file == fn.file]
                 if not sites:
                     continue
+                # a call passing an object private to the caller (a stack
+                # struct, a fresh allocation) says nothing about the lock
+                # that protects the shared objects of that type
+                sites = [x for x in sites if not self._passes_private(x[0], x[2])] or sites
                 common = None
                 for (caller, st, k) in sites:
                     h = set(st.held)
@@ -321,6 +325,25 @@ class Analysis:
             if not changed:
                 break
         self.entry = entry
+
+    def _passes_private(self, caller, k):
+        toks = self.src.toks[caller.file]
+        if k + 1 >= len(toks) or toks[k + 1].text != "(":
+            return False
+        if not hasattr(self, "_priv_calls"):
+            self._priv_calls = {}
+        key = (caller.file, caller.name)
+        if key not in self._priv_calls:
+            self._priv_calls[key] = self.private_bases(caller, stack_only=True)
+        priv = self._priv_calls[key]
+        if not priv:
+            return False
+        end = csrc.match_paren(toks, k + 1)
+        for a, b in _split(toks, k + 2, end):
+            ids = [t.text for t in toks[a:b] if t.kind == "id"]
+            if ids and ids[0] in priv and (toks[a].text == "&" or b - a == 1):
+                return True
+        return False
 
     def _annot_lock(self, fn, toks):
         text = [t for t in toks]
@@ -403,7 +426,7 @@ class Analysis:
             cons = new
         return cons
 
-    def private_bases(self, fn):
+    def private_bases(self, fn, stack_only=False):
         """Roots of objects that are private to this function: stack structs,
         objects allocated here, objects freed here."""
         toks = self.src.toks[fn.file]
@@ -415,6 +438,8 @@ class Analysis:
             if t.text in ("struct", "union") and k + 2 < hi and toks[k + 1].kind == "id" \
                     and toks[k + 2].kind == "id" and toks[k + 3].text in (";", "=", ",", "["):
                 priv[toks[k + 2].text] = "stack object"
+            if stack_only:
+                continue
             # x = kzalloc(...)
             if t.kind == "id" and k + 3 < hi and toks[k + 1].text == "=" and \
                     toks[k + 3].text == "(" and (toks[k + 2].text in self.P.allocators or
@@ -429,8 +454,12 @@ class Analysis:
         life = self.lifecycle_functions()
         self.constructors = self.find_constructors()
         exc = {}
+        file_exc = {}
         for e in self.P.exceptions:
-            exc[e["field"]] = e
+            if e.get("file"):
+                file_exc[e["file"]] = e
+            else:
+                exc[e["field"]] = e
         priv_cache = {}
         for a in self.accesses:
             fieldname = "%s.%s" % (a.struct, a.field)
@@ -468,9 +497,13 @@ class Analysis:
                 bit = self._bitop(a)
                 if bit:
                     a.kind = "atomic"
+                    a.macro = bit
                     a.exclusion = ("already-marked", "atomic %s() on its address" % bit)
                 else:
                     a.exclusion = ("address-taken", "address taken")
+                continue
+            if a.file in file_exc:
+                a.exclusion = ("declared-exception", file_exc[a.file]["reason"])
                 continue
             if fieldname in exc:
                 e = exc[fieldname]
@@ -550,6 +583,8 @@ class Analysis:
                     rcu.setdefault((a.struct, a.field), a)
                 elif a.macro != "data_race-expr":
                     marked[(a.struct, a.field)].append(a)
+            elif a.kind == "atomic" and not a.test:
+                marked[(a.struct, a.field)].append(a)
         for a in self.accesses:
             r = rcu.get((a.struct, a.field))
             if r is not None and a.exclusion is None:
@@ -584,7 +619,7 @@ class Analysis:
         reads = [a for a in accs if a.kind in ("read", "rmw")]
         info = {"field": name, "accesses": len(accs), "writes": len(writes),
                 "reads": len(reads), "lock": None, "share": None, "class": None,
-                "owner": owner, "evidence": []}
+                "owner": owner, "evidence": [], "marked": marked}
         # the lock held by the most writes
         cnt = collections.Counter()
         first = {}
@@ -620,6 +655,8 @@ class Analysis:
         # evidence of concurrency without a lock
         wait_reads = [r for r in reads if any(c in self.P.wait_macros for c in r.ctx)]
         ctx_w = [w for w in writes if w.fn in ctxfns]
+        atomics = [m for m in marked if m.kind == "atomic" and
+                   not m.macro.startswith(("test_bit", "wait_on_bit"))]
         ctx_r = [r for r in reads if r.fn in ctxfns]
         handler = self.handler_of(name)
         info["handler"] = handler
@@ -629,10 +666,15 @@ class Analysis:
             info["class"] = "owner"
         elif not writes and not marked:
             info["class"] = "read-only"
-        elif lk and not unlocked_r and len(locked_w) == len(writes) and not wait_reads:
+        elif lk and not unlocked_r and len(locked_w) == len(writes) and not wait_reads \
+                and not [m for m in marked if lk not in m.held and lk + ":r" not in m.held]:
             info["class"] = "always-locked"
         elif lk:
             info["class"] = "lock-protected"
+        elif atomics and reads:
+            info["class"] = "atomic-bitops"
+            info["evidence"].append("changed with %s() at %s" % (atomics[0].macro,
+                                                                 atomics[0].where()))
         elif marked:
             info["class"] = "marked-elsewhere"
             m = marked[0]
@@ -642,7 +684,7 @@ class Analysis:
             info["evidence"].append("read in a %s() condition at %s" % (
                 [c for c in wait_reads[0].ctx if c in self.P.wait_macros][-1],
                 wait_reads[0].where()))
-        elif ctx_w and any(r.fn not in ctxfns for r in reads):
+        elif ctx_w and any(r.fn not in {w.fn for w in ctx_w} for r in reads):
             info["class"] = "context-shared"
             a = ctx_w[0]
             info["evidence"].append("written in %s(), a %s" % (a.fn, ctxfns[a.fn]))
@@ -713,10 +755,15 @@ class Analysis:
             a.action = "WRITE_ONCE"
             if holds_x:
                 a.rule = "locked-write"
-                a.reason = "%s is read without %s elsewhere (%s); locked write here" % (
-                    name, lk, self._first_unlocked_read(name, lk) or "see plan")
-                if not info.get("has_unlocked_read", True):
-                    pass
+                other = self._first_unlocked_read(name, lk)
+                if other is None:
+                    m = [m for m in info["marked"] if lk not in m.held]
+                    other = ("%s() at %s" % (m[0].fn, m[0].where())) if m else None
+                if other:
+                    a.reason = "%s is read without %s elsewhere (e.g. %s); locked write here" \
+                        % (name, lk, other)
+                else:
+                    a.reason = "%s is also written without %s; locked write here" % (name, lk)
             else:
                 a.rule = "unlocked-write"
                 if lk:
@@ -774,6 +821,7 @@ class Analysis:
         return idx[(a.file, a.fn, a.struct, a.field)]
 
     def _first_unlocked_read(self, name, lk):
+        """'f() at x.c:N' for the first read of name without lk, or None."""
         idx = getattr(self, "_fur", None)
         if idx is None:
             idx = {}
@@ -786,7 +834,7 @@ class Analysis:
             self._fur = idx
         for b in idx.get(name, []):
             if lk not in b.held and lk + ":r" not in b.held:
-                return "e.g. %s() at %s" % (b.fn, b.where())
+                return "%s() at %s" % (b.fn, b.where())
         return None
 
     def run(self):

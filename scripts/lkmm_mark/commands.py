@@ -74,6 +74,8 @@ def plan_dict(A):
         ls = d.pop("lock_site", None)
         d["lock_site"] = ls.where() if ls else None
         d["owner"] = v["owner"]["reason"] if v.get("owner") else None
+        d["marked"] = ["%s() at %s" % (m.fn, m.where()) for m in v.get("marked", [])]
+        d["handler"] = v["handler"]["reason"] if v.get("handler") else None
         fields[k] = d
     return {"target": A.target, "sites": sites, "fields": fields,
             "not_analysed": [{"file": f, "line": l, "function": n} for f, l, n in A.not_analysed]}

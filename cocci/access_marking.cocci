@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/// Plain accesses to shared struct fields that the LKMM access-marking
+/// policies require to be marked: READ_ONCE() for a load that races with a
+/// store, WRITE_ONCE() for a store that races with a load or a store, and
+/// data_race() for a racy load used only for diagnostics.  Verdicts come
+/// from the lkmm-mark analysis of the whole directory (locks held at each
+/// access, including locks held by every caller, the lock held by the
+/// field's writes, owner and handler facts from policies/), read from a
+/// plan file: $LKMM_PLAN if set, otherwise the plan is computed once for
+/// the --dir being checked and cached under ~/.cache/lkmm-mark/.
+///
+/// Each report names the rule (locked-write, unlocked-write, unlocked-read,
+/// refetch-after-lock, diagnostic-read) and the evidence.
+///
+// Confidence: Moderate
+// Copyright: (C) 2026 lkmm-mark authors.
+// Comments: Sites the policies leave plain (locked reads, owner reads,
+//  initialisation, private objects) are not reported; see the plan.
+// Options: --no-includes --include-headers
+// Keywords: READ_ONCE, WRITE_ONCE, data_race, LKMM, KCSAN
+
+virtual patch
+virtual context
+virtual org
+virtual report
+
+@initialize:python@
+@@
+import json, os, subprocess, sys
+
+def _lkmm_argv():
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+def _lkmm_load():
+    plan = os.environ.get("LKMM_PLAN")
+    argv = _lkmm_argv()
+    if not plan:
+        cocci = target = None
+        for i, a in enumerate(argv[:-1]):
+            if a in ("--sp-file", "--cocci-file"):
+                cocci = argv[i + 1]
+            if a == "--dir":
+                target = argv[i + 1]
+        if cocci is None or target is None:
+            sys.stderr.write("access_marking.cocci: run with --dir DIR (or set LKMM_PLAN)\n")
+            return {}
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(cocci)))
+        tree = os.getcwd()
+        target = os.path.relpath(os.path.abspath(target), tree)
+        cache = os.environ.get("LKMM_MARK_CACHE") or os.path.join(
+            os.path.expanduser("~"), ".cache", "lkmm-mark")
+        os.makedirs(cache, exist_ok=True)
+        plan = os.path.join(cache, "plan-%d.json" % os.getpid())
+        import fcntl
+        with open(os.path.join(cache, "plan.lock"), "w") as lk:
+            fcntl.flock(lk, fcntl.LOCK_EX)
+            r = subprocess.run([sys.executable or "python3",
+                                os.path.join(repo, "scripts", "lkmm-mark"), "plan",
+                                "--tree", tree, "--target", target, "--json", plan],
+                               stdout=subprocess.DEVNULL)
+        if r.returncode != 0:
+            sys.stderr.write("access_marking.cocci: lkmm-mark plan failed\n")
+            return {}
+    with open(plan) as f:
+        d = json.load(f)
+    if not os.environ.get("LKMM_PLAN"):
+        os.unlink(plan)
+    sites = {}
+    for s in d["sites"]:
+        if s["action"] != "none":
+            sites[(s["file"], s["line"], s["column"])] = s
+    return sites
+
+LKMM_SITES = _lkmm_load()
+
+def _norm(path):
+    p = os.path.relpath(os.path.abspath(path), os.getcwd())
+    return p
+
+def lkmm_site(p, actions=None, kinds=None):
+    s = LKMM_SITES.get((_norm(p[0].file), int(p[0].line), int(p[0].column)))
+    if s is None:
+        return False
+    if actions and s["action"] not in actions:
+        return False
+    if kinds and s["access"] not in kinds:
+        return False
+    return True
+
+def lkmm_msg(p):
+    s = LKMM_SITES[(_norm(p[0].file), int(p[0].line), int(p[0].column))]
+    return "%s: %s (%s)" % (s["action"], s["reason"], s["rule"])
+
+// ------------------------------------------------------------ report modes
+
+@c depends on context@
+expression E;
+identifier f;
+position p : script:python() { lkmm_site(p) };
+@@
+(
+* E->f@p
+|
+* E.f@p
+)
+
+@r depends on org || report@
+expression E;
+identifier f;
+position p : script:python() { lkmm_site(p) };
+@@
+(
+ E->f@p
+|
+ E.f@p
+)
+
+@script:python depends on report@
+p << r.p;
+@@
+coccilib.report.print_report(p[0], lkmm_msg(p))
+
+@script:python depends on org@
+p << r.p;
+@@
+coccilib.org.print_todo(p[0], lkmm_msg(p))
+
+// ------------------------------------------------------------- patch mode
+// Only the sites of the plan are touched.  Stores become WRITE_ONCE()
+// statements (a store inside a larger expression is left for a human and
+// stays in the report); a read-modify-write under the lock keeps its plain
+// read (the commit's "locked write must use ONCE, may use plain read").
+
+@wlocked depends on patch@
+expression E, V;
+identifier f;
+position p : script:python() { lkmm_site(p, ("WRITE_ONCE",), ("write",)) };
+@@
+(
+- E->f@p = V;
++ WRITE_ONCE(E->f, V);
+|
+- E.f@p = V;
++ WRITE_ONCE(E.f, V);
+)
+
+@rmwl depends on patch@
+expression E, V;
+identifier f;
+position p : script:python() { lkmm_site(p, ("WRITE_ONCE",), ("rmw",)) };
+@@
+(
+- E->f@p += V;
++ WRITE_ONCE(E->f, E->f + V);
+|
+- E->f@p -= V;
++ WRITE_ONCE(E->f, E->f - V);
+|
+- E->f@p |= V;
++ WRITE_ONCE(E->f, E->f | V);
+|
+- E->f@p &= V;
++ WRITE_ONCE(E->f, E->f & V);
+|
+- E->f@p++;
++ WRITE_ONCE(E->f, E->f + 1);
+|
+- E->f@p--;
++ WRITE_ONCE(E->f, E->f - 1);
+|
+- E.f@p += V;
++ WRITE_ONCE(E.f, E.f + V);
+|
+- E.f@p -= V;
++ WRITE_ONCE(E.f, E.f - V);
+|
+- E.f@p++;
++ WRITE_ONCE(E.f, E.f + 1);
+|
+- E.f@p--;
++ WRITE_ONCE(E.f, E.f - 1);
+)
+
+@rd depends on patch@
+expression E;
+identifier f;
+position p : script:python() { lkmm_site(p, ("READ_ONCE",), ("read",)) };
+@@
+(
+- E->f@p
++ READ_ONCE(E->f)
+|
+- E.f@p
++ READ_ONCE(E.f)
+)
+
+@dr depends on patch@
+expression E;
+identifier f;
+position p : script:python() { lkmm_site(p, ("data_race",), ("read",)) };
+@@
+(
+- E->f@p
++ data_race(E->f)
+|
+- E.f@p
++ data_race(E.f)
+)

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Whole-fs/btrfs tests on Debian's linux-source-6.1 (provisioned into the
+cache by lkmm_mark.tree): the re-marking test and known verdicts."""
+import os
+import tempfile
+import unittest
+
+from fixture_lib import REPO, Analysis, facts_mod, policy_mod  # noqa: F401
+from lkmm_mark.tree import ensure_tree, cache_dir
+from lkmm_mark.commands import plan_dict
+from remark_lib import make_scratch, score
+
+TARGET = "fs/btrfs"
+_plans = {}
+
+
+def plan_of(tree):
+    if tree not in _plans:
+        P = policy_mod.load()
+        recs, _ = facts_mod.run(tree, TARGET, 0, True)
+        A = Analysis(tree, TARGET, recs, P, facts_mod.source_files(tree, TARGET)).run()
+        _plans[tree] = plan_dict(A)
+    return _plans[tree]
+
+
+class BtrfsTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        os.environ.pop("LKMM_MARK_CACHE", None)
+        cls.tree = str(ensure_tree())
+
+    def test_remarking(self):
+        """Strip the tree's own READ_ONCE/WRITE_ONCE/data_race marks; the
+        analysis must ask for a mark at no fewer than 80% of them."""
+        scratch = str(cache_dir() / "remark-scratch")
+        stripped = make_scratch(self.tree, TARGET, scratch)
+        self.assertGreaterEqual(len(stripped), 40)
+        found, same, rows = score(stripped, plan_of(scratch)["sites"])
+        pct = 100.0 * found / len(stripped)
+        print("\nre-marking: %d marks stripped, %d asked for again (%.0f%%), "
+              "%d with the same macro as upstream" % (len(stripped), found, pct, same))
+        for r in rows:
+            if not r[4]:
+                print("  missed: %s:%d %s(%s)" % (r[0], r[1], r[2], r[3]))
+        self.assertGreaterEqual(found * 5, len(stripped) * 4)
+
+    def test_teardown_warn_on_not_flagged(self):
+        """btrfs_release_global_block_rsv()'s WARN_ON(rsv.reserved) reads run
+        at teardown and must not be flagged."""
+        sites = [s for s in plan_of(self.tree)["sites"]
+                 if s["function"] == "btrfs_release_global_block_rsv"
+                 and s["field"] in ("reserved", "size")]
+        self.assertGreaterEqual(len(sites), 8)
+        for s in sites:
+            self.assertEqual(s["action"], "none", s)
+            self.assertEqual(s["rule"], "lifecycle", s)
+
+    def test_not_analysed_listed(self):
+        na = plan_of(self.tree)["not_analysed"]
+        names = {x["function"] for x in na}
+        self.assertLessEqual(len(na), 5)
+        self.assertIn("btrfs_ioctl_ino_to_path", names)
+
+    def test_every_site_has_rule_and_reason(self):
+        p = plan_of(self.tree)
+        rules = {r["id"] for r in policy_mod.load().rules.values()}
+        for s in p["sites"]:
+            self.assertIn(s["rule"], rules, s)
+            self.assertTrue(s["reason"], s)
+            for k in ("file", "line", "column", "function", "struct", "field",
+                      "access", "action"):
+                self.assertIn(k, s)

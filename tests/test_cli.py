@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Bad input: a one-line error and a non-zero exit."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = [os.environ.get("PYTHON", "python3"), str(REPO / "scripts" / "lkmm-mark")]
+
+
+def run(*args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(CLI + list(args), capture_output=True, text=True, env=e)
+
+
+class CliErrors(unittest.TestCase):
+    def check_error(self, r, text):
+        self.assertNotEqual(r.returncode, 0)
+        err = r.stderr.strip().splitlines()
+        self.assertEqual(len(err), 1, r.stderr)
+        self.assertIn("error:", err[0])
+        self.assertIn(text, err[0])
+
+    def test_no_such_directory(self):
+        self.check_error(run("report", "--tree", "/nonexistent/tree"), "no such directory")
+
+    def test_not_a_kernel_tree(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.check_error(run("report", "--tree", d), "not a kernel tree")
+
+    def test_missing_target(self):
+        with tempfile.TemporaryDirectory() as d:
+            for m in ("Makefile", "Kconfig"):
+                Path(d, m).write_text("")
+            Path(d, "include/linux").mkdir(parents=True)
+            Path(d, "scripts").mkdir()
+            self.check_error(run("report", "--tree", d), "has no fs/btrfs")
+
+    def test_spatch_missing(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.check_error(run("report", env={"PATH": d}), "spatch not found")
+
+    def test_malformed_policy(self):
+        with tempfile.TemporaryDirectory() as d:
+            for f in ("policies.json", "kernel.json"):
+                Path(d, f).write_text((REPO / "policies" / f).read_text())
+            Path(d, "btrfs").mkdir()
+            Path(d, "btrfs", "bad.json").write_text('{"owners": [ {"field": 1 ]}')
+            self.check_error(run("report", "--policies", d), "malformed policy file")
+            Path(d, "btrfs", "bad.json").write_text('{"owners": [{"field": "a.b"}]}')
+            self.check_error(run("report", "--policies", d), "without 'functions'")
+            Path(d, "btrfs", "bad.json").write_text('{"lock_wrappers": []}')
+            self.check_error(run("report", "--policies", d), "unknown key")
