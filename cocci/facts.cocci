@@ -33,43 +33,68 @@ def lkmm_emit(kind, p, **kw):
     _lkmm_out.write(json.dumps(rec) + "\n")
 
 // Every field access, typed when spatch knows the type of the base.
-// Arrow and dot accesses are separate rules: in one disjunction, the
-// arrow branch matching a->b hides the dot access (a->b).c around it.
-@acc@
+// Four rules, not one disjunction: in a disjunction the arrow branch
+// matching a->b hides the dot access (a->b).c around it, and an untyped
+// branch does not match where a typed one failed.
+@arrowt@
 type T;
-T *E1;
-expression E3;
+T *E;
 identifier f;
 position p;
 @@
-\( E1->f@p \| E3->f@p \)
+E->f@p
 
 @script:python@
-p << acc.p;
-f << acc.f;
-T << acc.T = "";
-E1 << acc.E1 = "";
-E3 << acc.E3 = "";
+p << arrowt.p;
+f << arrowt.f;
+T << arrowt.T;
+E << arrowt.E;
 @@
-lkmm_emit("acc", p, field=f, type=T, base=E1 or E3, arrow=True)
+lkmm_emit("acc", p, field=f, type=T, base=E, arrow=True)
 
-@accdot@
+@arrowu@
+expression E;
+identifier f;
+position p != arrowt.p;
+@@
+E->f@p
+
+@script:python@
+p << arrowu.p;
+f << arrowu.f;
+E << arrowu.E;
+@@
+lkmm_emit("acc", p, field=f, type="", base=E, arrow=True)
+
+@dott@
 type T;
-T E2;
-expression E4;
+T E;
 identifier f;
 position p;
 @@
-\( E2.f@p \| E4.f@p \)
+E.f@p
 
 @script:python@
-p << accdot.p;
-f << accdot.f;
-T << accdot.T = "";
-E2 << accdot.E2 = "";
-E4 << accdot.E4 = "";
+p << dott.p;
+f << dott.f;
+T << dott.T;
+E << dott.E;
 @@
-lkmm_emit("acc", p, field=f, type=T, base=E2 or E4, arrow=False)
+lkmm_emit("acc", p, field=f, type=T, base=E, arrow=False)
+
+@dotu@
+expression E;
+identifier f;
+position p != dott.p;
+@@
+E.f@p
+
+@script:python@
+p << dotu.p;
+f << dotu.f;
+E << dotu.E;
+@@
+lkmm_emit("acc", p, field=f, type="", base=E, arrow=False)
 
 @wr@
 expression E, E2;

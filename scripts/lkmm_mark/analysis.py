@@ -448,6 +448,13 @@ class Analysis:
             if t.text in self.P.freers and k + 2 < hi and toks[k + 1].text == "(" and \
                     toks[k + 2].kind == "id" and toks[k + 3].text == ")":
                 priv.setdefault(toks[k + 2].text, "freed here by %s()" % t.text)
+        # a stack object whose address escapes (&obj passed to a callback,
+        # stored in a shared struct) is not private any more
+        for k in range(lo, hi - 2):
+            if toks[k].text == "&" and toks[k + 1].text in priv and \
+                    priv[toks[k + 1].text] == "stack object" and \
+                    toks[k + 2].text not in (".", "->", "["):
+                priv.pop(toks[k + 1].text)
         return priv
 
     def apply_exclusions(self):
