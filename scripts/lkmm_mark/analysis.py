@@ -673,6 +673,8 @@ class Analysis:
             info["class"] = "owner"
         elif not writes and not marked:
             info["class"] = "read-only"
+        elif not reads and not marked and not self.P.handlers:
+            info["class"] = "write-only"
         elif lk and not unlocked_r and len(locked_w) == len(writes) and not wait_reads \
                 and not [m for m in marked if lk not in m.held and lk + ":r" not in m.held]:
             info["class"] = "always-locked"
@@ -713,11 +715,14 @@ class Analysis:
         lk = info["lock"]
         name = info["field"]
         fn_reads_unlocked_before = False
-        if cls in ("read-only", "always-locked", "no-lock-evidence"):
+        if cls in ("read-only", "write-only", "always-locked", "no-lock-evidence"):
             a.action = "none"
             a.rule = cls
             if cls == "always-locked":
                 a.reason = "every access to %s holds %s" % (name, lk)
+            elif cls == "write-only":
+                a.reason = "%s is never read outside initialisation: no load can " \
+                    "observe a torn store" % name
             elif cls == "read-only":
                 a.reason = "%s is not written outside initialisation" % name
             else:
