@@ -55,7 +55,7 @@ lkmm_emit("acc", p, field=f, type=T, base=E, arrow=True)
 @arrowu@
 expression E;
 identifier f;
-position p != arrowt.p;
+position p;
 @@
 E->f@p
 
@@ -85,7 +85,7 @@ lkmm_emit("acc", p, field=f, type=T, base=E, arrow=False)
 @dotu@
 expression E;
 identifier f;
-position p != dott.p;
+position p;
 @@
 E.f@p
 

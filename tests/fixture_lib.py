@@ -44,7 +44,6 @@ def make_policies(fixture, tmp):
 
 def analyse_fixture(fixture):
     with tempfile.TemporaryDirectory(prefix="lkmm-fx-") as tmp:
-        os.environ["LKMM_MARK_CACHE"] = os.path.join(tmp, "cache")
         tree = make_tree(fixture, tmp)
         P = policy_mod.load(make_policies(fixture, tmp))
         recs, _ = facts_mod.run(str(tree), TARGET, 1, use_cache=False)

@@ -19,7 +19,6 @@ SEED = Path(__file__).resolve().parent / "fixtures" / "seed_eb_locking"
 class CocciRule(unittest.TestCase):
     def run_mode(self, fixture, mode):
         with tempfile.TemporaryDirectory() as tmp:
-            os.environ["LKMM_MARK_CACHE"] = os.path.join(tmp, "cache")
             tree = make_tree(fixture, tmp)
             P = policy_mod.load(make_policies(fixture, tmp))
             recs, _ = facts_mod.run(str(tree), TARGET, 1, use_cache=False)

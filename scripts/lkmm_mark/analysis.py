@@ -94,7 +94,9 @@ class Analysis:
             # expression: both end at the end of the field name.
             k = (r["file"], r["eline"], r["ecol"])
             if r["k"] == "acc":
-                acc[k] = r
+                # typed and untyped rules both report a typed access
+                if k not in acc or (r["type"] and not acc[k]["type"]):
+                    acc[k] = r
             elif r["k"] == "fn":
                 spatch_fns.add((r["file"], r["name"]))
             elif r["k"] == "marked":

@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * lkstress: guest-side stress and data-check tool for lkmm-mark verify.
+ *
+ *   lkstress write DIR SECS THREADS MANIFEST
+ *	Threads create files of known content (a PRNG stream seeded from the
+ *	file's name), in random-sized writes, with fsync/fdatasync/rename and
+ *	occasional partial rewrites and deletes.  Every surviving file is listed
+ *	in MANIFEST as "path size hash" (FNV-1a 64 of the final content).
+ *	Sizes are skewed towards small files (many inline extents).
+ *   lkstress verify MANIFEST
+ *	Re-read every listed file and compare size and hash.
+ *   lkstress fsync DIR SECS THREADS
+ *	Threads append to a small set of shared files and fsync them at the
+ *	same time, with syncfs() and directory fsync mixed in: many concurrent
+ *	log syncs and transaction commits on the same fields.
+ *   lkstress sysfs FSDIR SECS THREADS
+ *	Half the threads write the writable btrfs tunables under FSDIR
+ *	(/sys/fs/btrfs/<fsid>) with valid values, the other half read every
+ *	attribute in the tree, all at once.  Original values are restored.
+ *
+ * Every mode prints "@@LKMM ops <mode> <count>" and exits 0 on success.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+static double deadline;
+static atomic_long ops;
+static atomic_int failures;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t xs(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+static uint64_t seed_of(const char *name, uint64_t salt)
+{
+	uint64_t h = 1469598103934665603ULL ^ salt;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 1099511628211ULL;
+	return h ? h : 1;
+}
+
+static void fill(unsigned char *buf, size_t len, uint64_t seed)
+{
+	uint64_t s = seed;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		uint64_t v = xs(&s);
+
+		memcpy(buf + i, &v, 8);
+	}
+	for (; i < len; i++)
+		buf[i] = (unsigned char)xs(&s);
+}
+
+static uint64_t fnv(const unsigned char *p, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return h;
+}
+
+static void fail(const char *what, const char *path)
+{
+	fprintf(stderr, "lkstress: %s %s: %s\n", what, path, strerror(errno));
+	atomic_fetch_add(&failures, 1);
+}
+
+static int write_all(int fd, const unsigned char *p, size_t len, off_t off)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= n;
+		off += n;
+	}
+	return 0;
+}
+
+/* ---- write / verify ---- */
+
+struct entry {
+	char path[300];
+	size_t size;
+	uint64_t hash;
+};
+
+struct wthread {
+	pthread_t t;
+	int id;
+	const char *dir;
+	struct entry *ents;
+	size_t n, cap, head;
+	size_t live;		/* bytes in files still listed */
+};
+
+/* Per-thread cap on live data: older files are deleted beyond it. */
+#define LIVE_CAP (96UL * 1024 * 1024)
+
+static size_t pick_size(uint64_t *s)
+{
+	unsigned r = xs(s) % 100;
+
+	if (r < 50)
+		return xs(s) % 3000;		/* inline extents */
+	if (r < 85)
+		return xs(s) % 65536;
+	if (r < 98)
+		return xs(s) % (512 * 1024);
+	return xs(s) % (4 * 1024 * 1024);
+}
+
+static void *writer(void *arg)
+{
+	struct wthread *w = arg;
+	uint64_t s = 0x9e3779b97f4a7c15ULL * (w->id + 1);
+	unsigned char *buf = malloc(4 * 1024 * 1024);
+	char sub[200], tmp[320], path[300];
+	long n = 0;
+
+	snprintf(sub, sizeof(sub), "%s/w%d", w->dir, w->id);
+	if (mkdir(sub, 0755) && errno != EEXIST) {
+		fail("mkdir", sub);
+		return NULL;
+	}
+	while (now() < deadline) {
+		size_t size = pick_size(&s), off = 0;
+		unsigned r = xs(&s) % 16;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/d%ld/f%ld", sub, n % 32, n);
+		snprintf(tmp, sizeof(tmp), "%s/d%ld", sub, n % 32);
+		mkdir(tmp, 0755);
+		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+		fill(buf, size, seed_of(path, 0));
+		fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+		if (fd < 0) {
+			fail("open", tmp);
+			break;
+		}
+		while (off < size) {
+			size_t chunk = 1 + xs(&s) % 131072;
+
+			if (chunk > size - off)
+				chunk = size - off;
+			if (write_all(fd, buf + off, chunk, off)) {
+				fail("write", tmp);
+				break;
+			}
+			off += chunk;
+			if (xs(&s) % 8 == 0)
+				fdatasync(fd);
+		}
+		if (size > 4096 && r < 4) {
+			/* partial rewrite in the middle: COW of a written extent */
+			size_t a = xs(&s) % (size / 2), len = 1 + xs(&s) % (size - a);
+
+			fill(buf + a, len, seed_of(path, 1));
+			if (write_all(fd, buf + a, len, a))
+				fail("rewrite", tmp);
+		}
+		if (r < 12 && fsync(fd))
+			fail("fsync", tmp);
+		close(fd);
+		if (rename(tmp, path)) {
+			fail("rename", tmp);
+			break;
+		}
+		if (r == 13) {
+			/* delete this one again */
+			unlink(path);
+		} else {
+			if (w->n == w->cap) {
+				w->cap = w->cap ? 2 * w->cap : 1024;
+				w->ents = realloc(w->ents, w->cap * sizeof(*w->ents));
+			}
+			snprintf(w->ents[w->n].path, sizeof(w->ents[w->n].path), "%s", path);
+			w->ents[w->n].size = size;
+			w->ents[w->n].hash = fnv(buf, size);
+			w->n++;
+			w->live += size;
+			while (w->live > LIVE_CAP && w->head < w->n) {
+				struct entry *e = &w->ents[w->head++];
+
+				if (unlink(e->path))
+					fail("unlink", e->path);
+				w->live -= e->size;
+				e->size = (size_t)-1;
+			}
+		}
+		if (r == 14) {
+			snprintf(tmp, sizeof(tmp), "%s/d%ld", sub, n % 32);
+			fd = open(tmp, O_RDONLY | O_DIRECTORY);
+			if (fd >= 0) {
+				fsync(fd);
+				close(fd);
+			}
+		}
+		n++;
+		atomic_fetch_add(&ops, 1);
+	}
+	free(buf);
+	return NULL;
+}
+
+static int do_write(const char *dir, int secs, int nthreads, const char *manifest)
+{
+	struct wthread *w = calloc(nthreads, sizeof(*w));
+	FILE *m;
+	long files = 0;
+	int i;
+	size_t j;
+
+	deadline = now() + secs;
+	for (i = 0; i < nthreads; i++) {
+		w[i].id = i;
+		w[i].dir = dir;
+		pthread_create(&w[i].t, NULL, writer, &w[i]);
+	}
+	m = fopen(manifest, "w");
+	if (!m) {
+		perror(manifest);
+		return 1;
+	}
+	for (i = 0; i < nthreads; i++) {
+		pthread_join(w[i].t, NULL);
+		for (j = w[i].head; j < w[i].n; j++, files++)
+			fprintf(m, "%s %zu %016llx\n", w[i].ents[j].path, w[i].ents[j].size,
+				(unsigned long long)w[i].ents[j].hash);
+	}
+	fclose(m);
+	printf("@@LKMM ops write %ld files %ld failures %d\n", (long)ops, files, failures);
+	return failures ? 1 : 0;
+}
+
+static int do_verify(const char *manifest)
+{
+	FILE *m = fopen(manifest, "r");
+	char path[300];
+	size_t size;
+	unsigned long long hash;
+	unsigned char *buf = malloc(4 * 1024 * 1024 + 1);
+	long good = 0, bad = 0;
+
+	if (!m) {
+		perror(manifest);
+		return 1;
+	}
+	while (fscanf(m, "%299s %zu %llx", path, &size, &hash) == 3) {
+		int fd = open(path, O_RDONLY);
+		ssize_t got = 0, n;
+
+		if (fd < 0) {
+			printf("@@LKMM baddata %s missing: %s\n", path, strerror(errno));
+			bad++;
+			continue;
+		}
+		while ((n = read(fd, buf + got, 4 * 1024 * 1024 + 1 - got)) > 0)
+			got += n;
+		close(fd);
+		if (n < 0) {
+			printf("@@LKMM baddata %s read error: %s\n", path, strerror(errno));
+			bad++;
+		} else if ((size_t)got != size) {
+			printf("@@LKMM baddata %s size %zd expected %zu\n", path, got, size);
+			bad++;
+		} else if (fnv(buf, got) != hash) {
+			printf("@@LKMM baddata %s content hash mismatch\n", path);
+			bad++;
+		} else {
+			good++;
+		}
+	}
+	fclose(m);
+	printf("@@LKMM verified %ld bad %ld\n", good, bad);
+	return bad || !good ? 1 : 0;
+}
+
+/* ---- fsync storm ---- */
+
+static const char *fsdir;
+
+static void *fsyncer(void *arg)
+{
+	long id = (long)arg;
+	uint64_t s = 77 + id;
+	unsigned char buf[8192];
+	char path[300];
+	int fds[4], i;
+
+	for (i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "%s/shared%d", fsdir, i);
+		fds[i] = open(path, O_CREAT | O_WRONLY | O_APPEND, 0644);
+		if (fds[i] < 0) {
+			fail("open", path);
+			return NULL;
+		}
+	}
+	memset(buf, 'a' + id % 26, sizeof(buf));
+	while (now() < deadline) {
+		int fd = fds[xs(&s) % 4];
+		unsigned r = xs(&s) % 32;
+
+		if (write(fd, buf, 1 + xs(&s) % sizeof(buf)) < 0)
+			fail("append", fsdir);
+		if (r < 20)
+			fsync(fd);
+		else if (r < 28)
+			fdatasync(fd);
+		else if (r < 30)
+			syncfs(fd);
+		else {
+			/* small file + dir fsync: new inode in the log */
+			int dfd, nfd;
+
+			snprintf(path, sizeof(path), "%s/t%ld_%ld", fsdir, id, (long)(xs(&s) % 64));
+			nfd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+			if (nfd >= 0) {
+				if (write(nfd, buf, 100) < 0)
+					fail("write", path);
+				fsync(nfd);
+				close(nfd);
+			}
+			dfd = open(fsdir, O_RDONLY | O_DIRECTORY);
+			if (dfd >= 0) {
+				fsync(dfd);
+				close(dfd);
+			}
+		}
+		if (xs(&s) % 64 == 0 || lseek(fd, 0, SEEK_END) > 4 * 1024 * 1024) {
+			/* keep the shared files bounded */
+			if (ftruncate(fd, 0))
+				fail("truncate", fsdir);
+		}
+		atomic_fetch_add(&ops, 1);
+	}
+	for (i = 0; i < 4; i++)
+		close(fds[i]);
+	return NULL;
+}
+
+static int do_fsync(const char *dir, int secs, int nthreads)
+{
+	pthread_t *t = calloc(nthreads, sizeof(*t));
+	long i;
+
+	fsdir = dir;
+	deadline = now() + secs;
+	for (i = 0; i < nthreads; i++)
+		pthread_create(&t[i], NULL, fsyncer, (void *)i);
+	for (i = 0; i < nthreads; i++)
+		pthread_join(t[i], NULL);
+	printf("@@LKMM ops fsync %ld failures %d\n", (long)ops, failures);
+	return failures ? 1 : 0;
+}
+
+/* ---- sysfs tunables ---- */
+
+struct tunable {
+	char path[512];
+	char orig[128];
+	const char *vals[4];
+};
+
+static struct tunable tun[64];
+static int ntun;
+static char attrs[512][512];
+static int nattrs;
+
+static void add_tunable(const char *path, const char *a, const char *b, const char *c)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+	struct tunable *t;
+
+	if (fd < 0 || ntun == 64)
+		return;
+	t = &tun[ntun];
+	n = read(fd, t->orig, sizeof(t->orig) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	t->orig[n] = 0;
+	/* read_policy shows "[pid]": restore the bare word */
+	if (t->orig[0] == '[') {
+		char *e = strchr(t->orig, ']');
+
+		memmove(t->orig, t->orig + 1, strlen(t->orig));
+		if (e)
+			*(e - 1) = 0;
+	}
+	snprintf(t->path, sizeof(t->path), "%s", path);
+	t->vals[0] = a;
+	t->vals[1] = b;
+	t->vals[2] = c;
+	t->vals[3] = t->orig;
+	ntun++;
+}
+
+static void walk(const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char p[512];
+		struct stat st;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (lstat(p, &st))
+			continue;
+		if (S_ISDIR(st.st_mode) && depth < 4)
+			walk(p, depth + 1);
+		else if (S_ISREG(st.st_mode) && (st.st_mode & 0444) && nattrs < 512)
+			snprintf(attrs[nattrs++], sizeof(attrs[0]), "%s", p);
+	}
+	closedir(d);
+}
+
+static void *sysfs_writer(void *arg)
+{
+	uint64_t s = 1234 + (long)arg;
+
+	while (now() < deadline && ntun) {
+		struct tunable *t = &tun[xs(&s) % ntun];
+		const char *v = t->vals[xs(&s) % 4];
+		int fd;
+
+		if (!v)
+			v = t->orig;
+		fd = open(t->path, O_WRONLY);
+		if (fd >= 0) {
+			/* EINVAL/EBUSY are fine: the value is what races */
+			if (write(fd, v, strlen(v)) < 0 && errno != EINVAL && errno != EBUSY &&
+			    errno != EPERM)
+				fail("write", t->path);
+			close(fd);
+		}
+		atomic_fetch_add(&ops, 1);
+	}
+	return NULL;
+}
+
+static void *sysfs_reader(void *arg)
+{
+	uint64_t s = 4321 + (long)arg;
+	char buf[8192];
+
+	while (now() < deadline && nattrs) {
+		const char *p = attrs[xs(&s) % nattrs];
+		int fd = open(p, O_RDONLY);
+
+		if (fd >= 0) {
+			if (read(fd, buf, sizeof(buf)) < 0 && errno != EINVAL && errno != EPERM &&
+			    errno != EACCES && errno != EIO)
+				fail("read", p);
+			close(fd);
+		}
+		atomic_fetch_add(&ops, 1);
+	}
+	return NULL;
+}
+
+static int do_sysfs(const char *fs, int secs, int nthreads)
+{
+	static const char *types[] = { "data", "metadata", "system" };
+	pthread_t *t = calloc(nthreads, sizeof(*t));
+	char p[512];
+	long i;
+
+	for (i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/allocation/%s/bg_reclaim_threshold", fs, types[i]);
+		add_tunable(p, "0", "50", "90");
+		snprintf(p, sizeof(p), "%s/allocation/%s/chunk_size", fs, types[i]);
+		add_tunable(p, "268435456", "536870912", NULL);
+	}
+	snprintf(p, sizeof(p), "%s/bg_reclaim_threshold", fs);
+	add_tunable(p, "0", "60", "90");
+	snprintf(p, sizeof(p), "%s/discard/iops_limit", fs);
+	add_tunable(p, "0", "10", "1000");
+	snprintf(p, sizeof(p), "%s/discard/kbps_limit", fs);
+	add_tunable(p, "0", "100", "100000");
+	snprintf(p, sizeof(p), "%s/discard/max_discard_size", fs);
+	add_tunable(p, "1048576", "67108864", NULL);
+	snprintf(p, sizeof(p), "%s/read_policy", fs);
+	add_tunable(p, "pid", NULL, NULL);
+	snprintf(p, sizeof(p), "%s/commit_stats", fs);
+	add_tunable(p, "0", NULL, NULL);
+	snprintf(p, sizeof(p), "%s/label", fs);
+	add_tunable(p, "lkmm", "lkmm-verify", NULL);
+	for (i = 1; i <= 4; i++) {
+		snprintf(p, sizeof(p), "%s/devinfo/%ld/scrub_speed_max", fs, i);
+		add_tunable(p, "0", "10485760", "104857600");
+	}
+	/* commit_stats only accepts 0; its show side is the interesting one */
+	for (i = 0; i < ntun; i++)
+		if (strstr(tun[i].path, "commit_stats"))
+			tun[i].vals[3] = "0";
+	walk(fs, 0);
+	fprintf(stderr, "lkstress: sysfs: %d tunables, %d attributes\n", ntun, nattrs);
+	deadline = now() + secs;
+	for (i = 0; i < nthreads; i++)
+		pthread_create(&t[i], NULL, i % 2 ? sysfs_reader : sysfs_writer, (void *)i);
+	for (i = 0; i < nthreads; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < ntun; i++) {
+		int fd = open(tun[i].path, O_WRONLY);
+
+		if (fd >= 0) {
+			if (write(fd, tun[i].vals[3], strlen(tun[i].vals[3])) < 0)
+				fprintf(stderr, "lkstress: restore %s: %s\n", tun[i].path,
+					strerror(errno));
+			close(fd);
+		}
+	}
+	printf("@@LKMM ops sysfs %ld tunables %d attrs %d failures %d\n", (long)ops, ntun, nattrs,
+	       failures);
+	return failures || !ntun ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 6 && !strcmp(argv[1], "write"))
+		return do_write(argv[2], atoi(argv[3]), atoi(argv[4]), argv[5]);
+	if (argc == 3 && !strcmp(argv[1], "verify"))
+		return do_verify(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "fsync"))
+		return do_fsync(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc == 5 && !strcmp(argv[1], "sysfs"))
+		return do_sysfs(argv[2], atoi(argv[3]), atoi(argv[4]));
+	fprintf(stderr, "usage: lkstress write DIR SECS THREADS MANIFEST | verify MANIFEST |\n"
+			"       fsync DIR SECS THREADS | sysfs FSDIR SECS THREADS\n");
+	return 2;
+}

@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The verify runner must fail, with a clear message, when the guest is broken.
+
+The boot tests reuse the cached pristine kernel (qemu-test/config base flavour)
+and build it through the same cached function as `lkmm-mark verify` when it is
+missing, so they never skip in CI.  Each boot is short: the guest init has
+modes pass/fail/crash/hang (kernel command line lkmm.mode=), and a kernel
+panic is provoked with rdinit=/nonexistent.
+
+Set LKMM_MARK_SKIP_QEMU_TESTS=1 to skip the boot tests (parsing tests still run).
+"""
+import os
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+from lkmm_mark import verify  # noqa: E402
+
+SKIP_QEMU = os.environ.get("LKMM_MARK_SKIP_QEMU_TESTS") == "1"
+# The cache as the user (or CI) set it when the tests were loaded: other tests
+# may point LKMM_MARK_CACHE at a temporary directory while they run, and the
+# kernel built by `lkmm-mark verify` must be reused, not rebuilt there.
+_CACHE_ENV = os.environ.get("LKMM_MARK_CACHE")
+_kernel = {}
+
+
+def kernel_and_initrd():
+    if "bz" not in _kernel:
+        saved = os.environ.get("LKMM_MARK_CACHE")
+        if _CACHE_ENV is None:
+            os.environ.pop("LKMM_MARK_CACHE", None)
+        else:
+            os.environ["LKMM_MARK_CACHE"] = _CACHE_ENV
+        try:
+            b = verify.ensure_pristine_kernel()
+            _kernel["bz"] = b["bzimage"]
+            _kernel["initrd"] = verify.build_initramfs()
+        finally:
+            if saved is None:
+                os.environ.pop("LKMM_MARK_CACHE", None)
+            else:
+                os.environ["LKMM_MARK_CACHE"] = saved
+    return _kernel["bz"], _kernel["initrd"]
+
+
+def boot(append, timeout=240, initrd=True, expected=()):
+    bz, ird = kernel_and_initrd()
+    return verify.run_guest(bz, ird if initrd else None, append, smp=2, mem=1024,
+                            timeout=timeout, expected=expected, echo=False)
+
+
+@unittest.skipIf(SKIP_QEMU, "LKMM_MARK_SKIP_QEMU_TESTS=1")
+class BrokenGuestTest(unittest.TestCase):
+    def test_good_guest_passes(self):
+        r = boot("lkmm.mode=pass")
+        self.assertTrue(r.ok(), r.failure())
+        self.assertIsNone(r.failure())
+        self.assertEqual(r.done, "PASS")
+
+    def test_kernel_panic_is_detected(self):
+        # no init at all: the kernel panics (VFS: unable to mount root fs)
+        r = boot("rdinit=/nonexistent root=/dev/nonexistent", initrd=False)
+        self.assertFalse(r.ok())
+        self.assertFalse(r.timed_out, "panic=-1 with -no-reboot must end QEMU")
+        msg = r.failure()
+        self.assertIn("panic", msg)
+        self.assertIn("Kernel panic", msg)
+
+    def test_crash_in_guest_is_detected(self):
+        # init triggers a crash through sysrq: Oops/panic splat on the console
+        r = boot("lkmm.mode=crash")
+        self.assertFalse(r.ok())
+        self.assertIsNone(r.done)
+        kinds = {k for k, _, _ in r.unexpected}
+        self.assertTrue(kinds & {"panic", "Oops", "BUG"}, kinds)
+        self.assertIn("splat", r.failure())
+        self.assertIn("sysrq", r.failure().lower())
+
+    def test_init_reporting_failure_is_detected(self):
+        r = boot("lkmm.mode=fail")
+        self.assertFalse(r.ok())
+        self.assertFalse(r.timed_out)
+        self.assertTrue(r.done.startswith("FAIL"), r.done)
+        self.assertIn("guest reported failure", r.failure())
+        self.assertIn("deliberate-failure", r.failure())
+
+    def test_hang_is_detected_by_timeout(self):
+        r = boot("lkmm.mode=hang", timeout=45)
+        self.assertTrue(r.timed_out)
+        self.assertFalse(r.ok())
+        msg = r.failure()
+        self.assertIn("timed out", msg)
+        self.assertIn("console tail", msg)
+        # the tail shows how far the guest got
+        self.assertIn("@@LKMM init mode=hang", msg)
+
+    def test_expected_splat_is_tolerated(self):
+        r = boot("lkmm.mode=crash", expected=[r"sysrq", r"Kernel panic", r"Oops",
+                                               r"BUG: ", r"kernel BUG"])
+        self.assertEqual(r.unexpected, [])
+        self.assertTrue(r.splats)
+        self.assertFalse(r.ok())        # still no completion marker
+
+
+class ParsingTest(unittest.TestCase):
+    def test_diagnostics_normalised_and_compared(self):
+        a = ("../fs/btrfs/ctree.c:12:3: warning: symbol 'x' was not declared\n"
+             "/root/.cache/lkmm-mark/verify/src/pristine/fs/btrfs/a.c:5:1: warning: bad\n"
+             "   expected int\n   got long\n")
+        b = ("../fs/btrfs/ctree.c:99:3: warning: symbol 'x' was not declared\n"
+             "/root/.cache/lkmm-mark/verify/src/patched/fs/btrfs/a.c:7:1: warning: bad\n"
+             "   expected int\n   got long\n"
+             "../fs/btrfs/new.c:1:1: warning: fresh\n")
+        da, db = verify.parse_diagnostics(a), verify.parse_diagnostics(b)
+        self.assertIn("fs/btrfs/a.c: warning: bad | expected int | got long", da)
+        self.assertEqual(verify.new_items(da, db), ["fs/btrfs/new.c: warning: fresh"])
+        self.assertEqual(verify.new_items(db, da), [])
+
+    def test_scan_console(self):
+        text = ("[    1.0] ok\n[    2.0] WARNING: CPU: 0 PID: 1 at fs/btrfs/x.c:1 f+0x1/0x2\n"
+                "[    3.0] BUG: KCSAN: data-race in a / b\n@@LKMM step x PASS\n")
+        splats, unexp = verify.scan_console(text, expected=[r"BUG: KCSAN"])
+        self.assertEqual([k for k, _, _ in splats], ["WARNING", "KCSAN"])
+        self.assertEqual([k for k, _, _ in unexp], ["WARNING"])
+
+    def test_parse_kcsan(self):
+        text = """[   10.1] ==================================================================
+[   10.1] BUG: KCSAN: data-race in btrfs_foo / btrfs_bar
+[   10.1]
+[   10.1] write to 0xffff888003a1c0e8 of 8 bytes by task 88 on cpu 1:
+[   10.1]  btrfs_bar+0x2a/0x60
+[   10.1]  btrfs_commit_transaction+0x11/0x900
+[   10.1]
+[   10.1] read (marked) to 0xffff888003a1c0e8 of 8 bytes by task 90 on cpu 0:
+[   10.1]  btrfs_foo+0x10/0x30
+[   10.1]  vfs_fsync_range+0x1/0x2
+[   10.1]
+[   10.1] value changed: 0x0 -> 0x1
+[   10.1]
+[   10.1] Reported by Kernel Concurrency Sanitizer on:
+[   10.1] ==================================================================
+"""
+        reps = verify.parse_kcsan(text)
+        self.assertEqual(len(reps), 1)
+        r = reps[0]
+        self.assertEqual(r["title"], "data-race in btrfs_foo / btrfs_bar")
+        self.assertEqual([(a["type"], a["marked"]) for a in r["accesses"]],
+                         [("write", False), ("read", True)])
+        self.assertEqual(r["accesses"][0]["frames"], ["btrfs_bar", "btrfs_commit_transaction"])
+
+    def test_markers(self):
+        res = verify.GuestResult()
+        res.console = ("x @@LKMM step mkfs PASS\n@@LKMM ops write 12 files 3\n"
+                       "@@LKMM step verify FAIL rc=1\n@@LKMM DONE FAIL: verify\n")
+        verify.parse_markers(res)
+        self.assertEqual(res.steps, {"mkfs": "PASS", "verify": "FAIL"})
+        self.assertEqual(res.ops["write"], "12 files 3")
+        self.assertFalse(res.ok())
+        self.assertIn("verify", res.failure())
+
+    def test_marked_fields(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "0001-x.patch"
+            p.write_text("--- a/fs/btrfs/x.c\n+++ b/fs/btrfs/x.c\n"
+                         "@@ -1,2 +1,2 @@ static int foo(struct a *a)\n"
+                         "-\tif (a->b->count)\n+\tif (READ_ONCE(a->b->count))\n"
+                         "+\tWRITE_ONCE(fs_info->flags, 1);\n")
+            fields, funcs = verify.marked_fields([p])
+        self.assertEqual(fields, {"count", "flags"})
+        self.assertEqual(funcs, {"foo"})
+
+
+if __name__ == "__main__":
+    unittest.main()
