@@ -3,12 +3,13 @@
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CLI = [os.environ.get("PYTHON", "python3"), str(REPO / "scripts" / "lkmm-mark")]
+CLI = [sys.executable, str(REPO / "scripts" / "lkmm-mark")]
 
 
 def run(*args, env=None):
