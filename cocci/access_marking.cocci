@@ -81,13 +81,20 @@ def _norm(path):
     p = os.path.relpath(os.path.abspath(path), os.getcwd())
     return p
 
-def lkmm_site(p, actions=None, kinds=None):
+def lkmm_site(p, actions=None, kinds=None, rules=None):
     s = LKMM_SITES.get((_norm(p[0].file), int(p[0].line), int(p[0].column)))
     if s is None:
         return False
     if actions and s["action"] not in actions:
         return False
     if kinds and s["access"] not in kinds:
+        return False
+    if rules and s["rule"] not in rules:
+        return False
+    if actions and (s.get("rewrite") or s.get("nested")):
+        # patch mode: the plan says this site is left for a human, or it is
+        # a load whose base is rewritten too (one SmPL rule cannot add two
+        # tokens in front of the same token; the series rewriter does it)
         return False
     return True
 
@@ -133,80 +140,367 @@ coccilib.org.print_todo(p[0], lkmm_msg(p))
 // Only the sites of the plan are touched.  Stores become WRITE_ONCE()
 // statements (a store inside a larger expression is left for a human and
 // stays in the report); a read-modify-write under the lock keeps its plain
-// read (the commit's "locked write must use ONCE, may use plain read").
+// read (the commit's "locked write must use ONCE, may use plain read"), an
+// unlocked one reads with READ_ONCE().  Prefix ++x->f and --x->f (SmPL
+// takes no position there) are left to the series rewriter.
+// One rule does every rewrite, keeping the matched code as context and
+// adding tokens around it, so that nested sites (a load inside a stored
+// value) are rewritten too: a later rule's script constraint would see the
+// positions of code an earlier rule already rewrote.
+// The series (scripts/lkmm-mark series) makes the same edits and adds the
+// comments the seed commit and checkpatch ask for (refetch after lock,
+// unlocked write, owner read, data_race), which SmPL cannot place well.
 
-@wlocked depends on patch@
+@depends on patch@
 expression E, V;
-identifier f;
-position p : script:python() { lkmm_site(p, ("WRITE_ONCE",), ("write",)) };
+identifier f, I;
+constant C;
+position p1 : script:python() { lkmm_site(p1, ("WRITE_ONCE",), ("write",)) };
+position p2 : script:python() { lkmm_site(p2, ("WRITE_ONCE",), ("rmw",), ("locked-write",)) };
+position p3 : script:python() { lkmm_site(p3, ("WRITE_ONCE",), ("rmw",), ("unlocked-write",)) };
+position p4 : script:python() { lkmm_site(p4, ("READ_ONCE",), ("read",)) };
+position p5 : script:python() { lkmm_site(p5, ("data_race",), ("read",)) };
 @@
 (
-- E->f@p = V;
-+ WRITE_ONCE(E->f, V);
++ WRITE_ONCE(
+  E->f@p1
+- =
++ ,
+  V
++ )
 |
-- E.f@p = V;
-+ WRITE_ONCE(E.f, V);
-)
-
-@rmwl depends on patch@
-expression E, V;
-identifier f;
-position p : script:python() { lkmm_site(p, ("WRITE_ONCE",), ("rmw",)) };
-@@
-(
-- E->f@p += V;
-+ WRITE_ONCE(E->f, E->f + V);
++ WRITE_ONCE(
+  E->f@p2
+- +=
++ , E->f +
+  I
++ )
 |
-- E->f@p -= V;
-+ WRITE_ONCE(E->f, E->f - V);
++ WRITE_ONCE(
+  E->f@p2
+- +=
++ , E->f +
+  C
++ )
 |
-- E->f@p |= V;
-+ WRITE_ONCE(E->f, E->f | V);
+- E->f@p2 += V
++ WRITE_ONCE(E->f, E->f + V)
 |
-- E->f@p &= V;
-+ WRITE_ONCE(E->f, E->f & V);
++ WRITE_ONCE(
+  E->f@p2
+- -=
++ , E->f -
+  I
++ )
 |
-- E->f@p++;
-+ WRITE_ONCE(E->f, E->f + 1);
++ WRITE_ONCE(
+  E->f@p2
+- -=
++ , E->f -
+  C
++ )
 |
-- E->f@p--;
-+ WRITE_ONCE(E->f, E->f - 1);
+- E->f@p2 -= V
++ WRITE_ONCE(E->f, E->f - V)
 |
-- E.f@p += V;
-+ WRITE_ONCE(E.f, E.f + V);
++ WRITE_ONCE(
+  E->f@p2
+- |=
++ , E->f |
+  I
++ )
 |
-- E.f@p -= V;
-+ WRITE_ONCE(E.f, E.f - V);
++ WRITE_ONCE(
+  E->f@p2
+- |=
++ , E->f |
+  C
++ )
 |
-- E.f@p++;
-+ WRITE_ONCE(E.f, E.f + 1);
+- E->f@p2 |= V
++ WRITE_ONCE(E->f, E->f | V)
 |
-- E.f@p--;
-+ WRITE_ONCE(E.f, E.f - 1);
-)
-
-@rd depends on patch@
-expression E;
-identifier f;
-position p : script:python() { lkmm_site(p, ("READ_ONCE",), ("read",)) };
-@@
-(
-- E->f@p
-+ READ_ONCE(E->f)
++ WRITE_ONCE(
+  E->f@p2
+- &=
++ , E->f &
+  I
++ )
 |
-- E.f@p
-+ READ_ONCE(E.f)
-)
-
-@dr depends on patch@
-expression E;
-identifier f;
-position p : script:python() { lkmm_site(p, ("data_race",), ("read",)) };
-@@
-(
-- E->f@p
-+ data_race(E->f)
++ WRITE_ONCE(
+  E->f@p2
+- &=
++ , E->f &
+  C
++ )
 |
-- E.f@p
-+ data_race(E.f)
+- E->f@p2 &= V
++ WRITE_ONCE(E->f, E->f & V)
+|
++ WRITE_ONCE(
+  E->f@p2
+- ++
++ , E->f + 1)
+|
++ WRITE_ONCE(
+  E->f@p2
+- --
++ , E->f - 1)
+|
++ WRITE_ONCE(
+  E->f@p3
+- +=
++ , READ_ONCE(E->f) +
+  I
++ )
+|
++ WRITE_ONCE(
+  E->f@p3
+- +=
++ , READ_ONCE(E->f) +
+  C
++ )
+|
+- E->f@p3 += V
++ WRITE_ONCE(E->f, READ_ONCE(E->f) + V)
+|
++ WRITE_ONCE(
+  E->f@p3
+- -=
++ , READ_ONCE(E->f) -
+  I
++ )
+|
++ WRITE_ONCE(
+  E->f@p3
+- -=
++ , READ_ONCE(E->f) -
+  C
++ )
+|
+- E->f@p3 -= V
++ WRITE_ONCE(E->f, READ_ONCE(E->f) - V)
+|
++ WRITE_ONCE(
+  E->f@p3
+- |=
++ , READ_ONCE(E->f) |
+  I
++ )
+|
++ WRITE_ONCE(
+  E->f@p3
+- |=
++ , READ_ONCE(E->f) |
+  C
++ )
+|
+- E->f@p3 |= V
++ WRITE_ONCE(E->f, READ_ONCE(E->f) | V)
+|
++ WRITE_ONCE(
+  E->f@p3
+- &=
++ , READ_ONCE(E->f) &
+  I
++ )
+|
++ WRITE_ONCE(
+  E->f@p3
+- &=
++ , READ_ONCE(E->f) &
+  C
++ )
+|
+- E->f@p3 &= V
++ WRITE_ONCE(E->f, READ_ONCE(E->f) & V)
+|
++ WRITE_ONCE(
+  E->f@p3
+- ++
++ , READ_ONCE(E->f) + 1)
+|
++ WRITE_ONCE(
+  E->f@p3
+- --
++ , READ_ONCE(E->f) - 1)
+|
++ READ_ONCE(
+  E->f@p4
++ )
+|
++ data_race(
+  E->f@p5
++ )
+|
++ WRITE_ONCE(
+  E.f@p1
+- =
++ ,
+  V
++ )
+|
++ WRITE_ONCE(
+  E.f@p2
+- +=
++ , E.f +
+  I
++ )
+|
++ WRITE_ONCE(
+  E.f@p2
+- +=
++ , E.f +
+  C
++ )
+|
+- E.f@p2 += V
++ WRITE_ONCE(E.f, E.f + V)
+|
++ WRITE_ONCE(
+  E.f@p2
+- -=
++ , E.f -
+  I
++ )
+|
++ WRITE_ONCE(
+  E.f@p2
+- -=
++ , E.f -
+  C
++ )
+|
+- E.f@p2 -= V
++ WRITE_ONCE(E.f, E.f - V)
+|
++ WRITE_ONCE(
+  E.f@p2
+- |=
++ , E.f |
+  I
++ )
+|
++ WRITE_ONCE(
+  E.f@p2
+- |=
++ , E.f |
+  C
++ )
+|
+- E.f@p2 |= V
++ WRITE_ONCE(E.f, E.f | V)
+|
++ WRITE_ONCE(
+  E.f@p2
+- &=
++ , E.f &
+  I
++ )
+|
++ WRITE_ONCE(
+  E.f@p2
+- &=
++ , E.f &
+  C
++ )
+|
+- E.f@p2 &= V
++ WRITE_ONCE(E.f, E.f & V)
+|
++ WRITE_ONCE(
+  E.f@p2
+- ++
++ , E.f + 1)
+|
++ WRITE_ONCE(
+  E.f@p2
+- --
++ , E.f - 1)
+|
++ WRITE_ONCE(
+  E.f@p3
+- +=
++ , READ_ONCE(E.f) +
+  I
++ )
+|
++ WRITE_ONCE(
+  E.f@p3
+- +=
++ , READ_ONCE(E.f) +
+  C
++ )
+|
+- E.f@p3 += V
++ WRITE_ONCE(E.f, READ_ONCE(E.f) + V)
+|
++ WRITE_ONCE(
+  E.f@p3
+- -=
++ , READ_ONCE(E.f) -
+  I
++ )
+|
++ WRITE_ONCE(
+  E.f@p3
+- -=
++ , READ_ONCE(E.f) -
+  C
++ )
+|
+- E.f@p3 -= V
++ WRITE_ONCE(E.f, READ_ONCE(E.f) - V)
+|
++ WRITE_ONCE(
+  E.f@p3
+- |=
++ , READ_ONCE(E.f) |
+  I
++ )
+|
++ WRITE_ONCE(
+  E.f@p3
+- |=
++ , READ_ONCE(E.f) |
+  C
++ )
+|
+- E.f@p3 |= V
++ WRITE_ONCE(E.f, READ_ONCE(E.f) | V)
+|
++ WRITE_ONCE(
+  E.f@p3
+- &=
++ , READ_ONCE(E.f) &
+  I
++ )
+|
++ WRITE_ONCE(
+  E.f@p3
+- &=
++ , READ_ONCE(E.f) &
+  C
++ )
+|
+- E.f@p3 &= V
++ WRITE_ONCE(E.f, READ_ONCE(E.f) & V)
+|
++ WRITE_ONCE(
+  E.f@p3
+- ++
++ , READ_ONCE(E.f) + 1)
+|
++ WRITE_ONCE(
+  E.f@p3
+- --
++ , READ_ONCE(E.f) - 1)
+|
++ READ_ONCE(
+  E.f@p4
++ )
+|
++ data_race(
+  E.f@p5
++ )
 )

@@ -16,6 +16,9 @@ def _short(path):
     return os.path.basename(path)
 
 
+STORE_MACROS = ("WRITE_ONCE", "smp_store_release", "smp_store_mb", "rcu_assign_pointer")
+
+
 class Access:
     __slots__ = ("file", "line", "col", "eline", "ecol", "fn", "field", "struct", "base",
                  "kind", "macro", "tok", "held", "ctx", "func", "exclusion", "action",
@@ -629,10 +632,13 @@ class Analysis:
         info = {"field": name, "accesses": len(accs), "writes": len(writes),
                 "reads": len(reads), "lock": None, "share": None, "class": None,
                 "owner": owner, "evidence": [], "marked": marked}
-        # the lock held by the most writes
+        # the lock held by the most writes; stores already marked
+        # (WRITE_ONCE() and friends) are writes too, so a field keeps its
+        # lock once its writes are marked (a second run asks for nothing)
+        stores = [m for m in marked if m.macro in STORE_MACROS and m.held is not None]
         cnt = collections.Counter()
         first = {}
-        for w in writes:
+        for w in writes + stores:
             for lk in w.held:
                 if lk.endswith(":r") or lk.startswith("?"):
                     continue
@@ -642,9 +648,9 @@ class Analysis:
             lk, n = max(sorted(cnt.items()), key=lambda x: x[1])
         # LockDoc-style: a lock protects the field when it is held by at
         # least half of its writes; below that it is not the field's lock.
-        if cnt and 2 * n >= len(writes):
+        if cnt and 2 * n >= len(writes) + len(stores):
             info["lock"] = lk
-            info["share"] = (n, len(writes))
+            info["share"] = (n, len(writes) + len(stores))
             info["lock_site"] = first[lk]
         lk = info["lock"]
 

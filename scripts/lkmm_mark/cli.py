@@ -54,6 +54,14 @@ def build_parser():
     p.add_argument("--stress-seconds", type=int, default=None)
     p.add_argument("rest", nargs=argparse.REMAINDER)
 
+    p = sub.add_parser("bisect", help="build fs/btrfs after each patch of the series")
+    p.add_argument("--tree")
+    p.add_argument("--patches", default=None, help="series directory (default: patches/)")
+
+    p = sub.add_parser("am", help="git am the series onto a scratch copy of the pristine tree")
+    p.add_argument("--tree")
+    p.add_argument("--patches", default=None, help="series directory (default: patches/)")
+
     p = sub.add_parser("bench", help="time the analysis against spatch --parse-c")
     _common(p)
     return ap
@@ -66,6 +74,13 @@ def main(argv):
             from .tree import ensure_tree
             print(ensure_tree(args.tree))
             return 0
+        if args.cmd == "bisect":
+            from . import bisect
+            from .series import REPO
+            return bisect.run(args.patches or REPO / "patches", args.tree)
+        if args.cmd == "am":
+            from .series import cmd_am
+            return cmd_am(args)
         if args.cmd == "verify":
             from . import verify
             return verify.main(args)

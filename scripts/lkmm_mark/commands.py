@@ -68,6 +68,7 @@ def cmd_report(args):
 
 def plan_dict(A):
     sites = [a.as_dict() for a in A.accesses]
+    annotate_rewrite(A.tree, sites)
     fields = {}
     for k, v in sorted(A.fields.items()):
         d = dict(v)
@@ -79,6 +80,37 @@ def plan_dict(A):
         fields[k] = d
     return {"target": A.target, "sites": sites, "fields": fields,
             "not_analysed": [{"file": f, "line": l, "function": n} for f, l, n in A.not_analysed]}
+
+
+def annotate_rewrite(tree, sites):
+    """Each planned site gets "rewrite": null when the rewrite (series and
+    cocci patch mode) handles it, or why it is left for a human (a store
+    inside an expression, a BUG_ON() line, a line that would pass 100
+    columns); "nested": true marks a load whose base is itself rewritten
+    (READ_ONCE(READ_ONCE(a->b)->c)), which only the series rewriter does."""
+    from . import rewrite, series
+    planned = series.select_sites({"sites": sites})
+    byf = {}
+    for s in planned:
+        byf.setdefault(s["file"], []).append(s)
+    why = {}
+    nested = set()
+    comments = series.load_comments()
+    for f, ss in byf.items():
+        try:
+            with open(os.path.join(tree, f), encoding="utf-8", errors="surrogateescape") as fh:
+                src = fh.read()
+        except OSError:
+            continue
+        E, app, sk = rewrite.plan_file_edits(src, ss, comments)
+        why.update(sk)
+        nested.update(rewrite.nested_outer(E, app))
+    for s in sites:
+        if s["action"] != "none":
+            k = (s["file"], s["line"], s["column"])
+            s["rewrite"] = why.get(k)
+            if k in nested:
+                s["nested"] = True
 
 
 def cmd_plan(args):

@@ -1,0 +1,569 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Stage 4: turn planned sites into source edits.
+
+The edits are the same as cocci/access_marking.cocci's patch mode (stores
+become WRITE_ONCE() statements, read-modify-writes WRITE_ONCE(x->f, x->f op
+v), loads READ_ONCE() or data_race()), plus what SmPL cannot place well:
+the comments the seed commit and checkpatch want (refetch after lock,
+unlocked write, owner read, data_race) and the line wrapping of a grown
+condition.  Every edit is computed against the pristine text, as offsets,
+so any subset of sites (one patch of the series, or all of them) renders
+from the same edits: the series is the pristine file with the edits of
+patches 1..k applied.
+
+A site that cannot be rewritten safely (a store inside a larger expression,
+a chained or comma assignment, an already marked access) is skipped with a
+reason; skipped sites are listed in the cover letter and stay in the report.
+"""
+import re
+
+from .csrc import tokenize, match_paren
+
+MARKERS = ("READ_ONCE", "WRITE_ONCE", "data_race")
+ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
+BINOP = {"+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>", "&&", "||", "?", ":",
+         "<", ">", "<=", ">=", "==", "!="}
+STMT_START = {";", "{", "}", "else", "do"}
+HEADER_KW = {"if", "while", "for", "switch"}
+# Comment texts per rule: the seed commit's wording, kept in policies.json.
+
+
+class Skip(Exception):
+    pass
+
+
+def width(s):
+    """Display width with 8-column tabs."""
+    w = 0
+    for ch in s:
+        w = (w // 8 + 1) * 8 if ch == "\t" else w + 1
+    return w
+
+
+class Source:
+    def __init__(self, text):
+        self.text = text
+        self.toks = tokenize(text)
+        self.starts = [0]
+        for m in re.finditer("\n", text):
+            self.starts.append(m.end())
+        self.at = {(t.line, t.col): i for i, t in enumerate(self.toks)}
+        self._close = {}
+
+    def off(self, i):
+        t = self.toks[i]
+        return self.starts[t.line - 1] + t.col
+
+    def end(self, i):
+        t = self.toks[i]
+        return self.starts[t.line - 1] + t.ecol
+
+    def txt(self, i):
+        return self.toks[i].text
+
+    def line_text(self, line):
+        a = self.starts[line - 1]
+        b = self.text.find("\n", a)
+        return self.text[a:b if b >= 0 else len(self.text)]
+
+    def open_of(self, k):
+        """Index of the opener matching the closer at k, or None."""
+        pair = {")": "(", "]": "[", "}": "{"}
+        want = pair[self.txt(k)]
+        depth = 0
+        for j in range(k, -1, -1):
+            x = self.txt(j)
+            if x == self.txt(k):
+                depth += 1
+            elif x == want:
+                depth -= 1
+                if depth == 0:
+                    return j
+        return None
+
+    def close_of(self, k):
+        if k not in self._close:
+            self._close[k] = match_paren(self.toks, k)
+        return self._close[k]
+
+
+def base_start(S, op):
+    """First token of the postfix expression whose member operator is at op."""
+    j = op - 1
+    while True:
+        if j < 0:
+            raise Skip("no base expression")
+        x = S.txt(j)
+        if x in (")", "]"):
+            o = S.open_of(j)
+            if o is None:
+                raise Skip("unbalanced base expression")
+            if x == "]":
+                j = o - 1  # array subscript: continue with what it indexes
+                continue
+            # call f(...) or parenthesised expression / cast
+            if o > 0 and S.toks[o - 1].kind == "id" and S.txt(o - 1) not in \
+                    HEADER_KW | {"return", "sizeof", "typeof", "__typeof__"}:
+                j = o - 1
+                start = j
+            else:
+                start = o
+        elif S.toks[j].kind == "id":
+            start = j
+        else:
+            raise Skip("unsupported base expression before %r" % S.txt(op))
+        if start > 0 and S.txt(start - 1) in ("->", "."):
+            j = start - 2
+            continue
+        return start
+
+
+def stmt_context(S, j):
+    """True if token j starts an expression statement."""
+    if j == 0:
+        return False
+    p = S.txt(j - 1)
+    if p in STMT_START:
+        return True
+    if p == ":":
+        # label or case (not the ternary: a ternary never starts a statement)
+        return True
+    if p == ")":
+        o = S.open_of(j - 1)
+        return o is not None and o > 0 and S.txt(o - 1) in HEADER_KW
+    return False
+
+
+def expr_end(S, k):
+    """Index of the ';' ending the expression that starts at token k."""
+    depth = 0
+    i = k
+    n = len(S.toks)
+    while i < n:
+        x = S.txt(i)
+        if x in ("(", "[", "{"):
+            depth += 1
+        elif x in (")", "]", "}"):
+            depth -= 1
+            if depth < 0:
+                raise Skip("store inside an expression")
+        elif depth == 0:
+            if x == ";":
+                return i
+            if x == ",":
+                raise Skip("comma expression")
+            if x in ASSIGN:
+                raise Skip("chained assignment")
+        i += 1
+    raise Skip("no end of statement")
+
+
+def simple_operand(S, a, b):
+    """True if tokens a..b (inclusive) need no parentheses after a binary op."""
+    depth = 0
+    for i in range(a, b + 1):
+        x = S.txt(i)
+        if x in ("(", "["):
+            depth += 1
+        elif x in (")", "]"):
+            depth -= 1
+        elif depth == 0 and (x in BINOP or x in ASSIGN):
+            return False
+    return True
+
+
+class Edits:
+    """Insertions and replacements at pristine offsets, rendered for any
+    subset of sites."""
+
+    def __init__(self, src):
+        self.S = Source(src)
+        self.items = []   # (site_key, kind, offset, order, text, end)
+        self.spans = {}   # site key -> (start of its base, end of the field)
+        self.values = {}  # store key -> the range of its stored value
+        self.prefix = set()  # ++x->f / --x->f sites
+
+    def insert(self, key, off, text, order):
+        self.items.append((key, "ins", off, order, text, off))
+
+    def replace(self, key, a, b, text):
+        self.items.append((key, "rep", a, (1, 0), text, b))
+
+    def late(self, key, a, b, e, fmt, op, tail):
+        """Replace [b, e) by ', <target> op tail'; the target [a, b) is
+        rendered once every site's edits are known."""
+        self.items.append((key, "late", b, (1, 0), (a, fmt, op, tail), e))
+
+    def render(self, keys, lo=0, hi=None):
+        hi = len(self.S.text) if hi is None else hi
+        n = len(self.S.text)
+        its = [it for it in self.items if it[0] in keys and it[5] <= hi and
+               (lo <= it[2] < hi or it[2] == hi == n)]
+        its.sort(key=lambda it: (it[2], it[3]))
+        out = []
+        pos = lo
+        for key, kind, off, order, text, e in its:
+            if off < pos:
+                continue
+            out.append(self.S.text[pos:off])
+            out.append(text)
+            pos = e
+        out.append(self.S.text[pos:hi])
+        return "".join(out)
+
+
+def plan_file_edits(src, sites, comments):
+    """Edits for the sites of one file.  sites: plan dicts (action != none or
+    rule owner-read).  Returns (Edits, applied keys, {key: skip reason})."""
+    E = Edits(src)
+    S = E.S
+    applied, skipped = [], {}
+    stmt_comments = {}
+    for s in sorted(sites, key=lambda s: (s["line"], s["column"])):
+        key = (s["file"], s["line"], s["column"])
+        try:
+            if "BUG_ON(" in S.line_text(s["line"]) or "BUG(" in S.line_text(s["line"]):
+                # checkpatch warns (AVOID_BUG) on every added BUG_ON line
+                raise Skip("on a BUG_ON() line (checkpatch AVOID_BUG)")
+            i = S.at.get((s["line"], s["column"]))
+            if i is None or S.txt(i) != s["field"]:
+                raise Skip("field token not found")
+            if i == 0 or S.txt(i - 1) not in ("->", "."):
+                raise Skip("not a member access")
+            j = base_start(S, i - 1)
+            a, b = S.off(j), S.end(i)
+            E.spans[key] = (a, b)
+            span = b - a
+            if j >= 2 and S.txt(j - 1) == "(" and S.txt(j - 2) in MARKERS:
+                raise Skip("already marked")
+            if j >= 1 and S.txt(j - 1) == "&":
+                raise Skip("address taken")
+            act = s["action"]
+            if s["rule"] == "owner-read":
+                pass
+            elif act in ("READ_ONCE", "data_race"):
+                if s["access"] != "read":
+                    raise Skip("%s on a %s" % (act, s["access"]))
+                nxt = S.txt(i + 1) if i + 1 < len(S.toks) else ""
+                if nxt in ASSIGN or nxt in ("++", "--"):
+                    raise Skip("read site is a store")
+                E.insert(key, a, act + "(", (0, -span))
+                E.insert(key, b, ")", (-1, span))
+            elif act == "WRITE_ONCE" and s["access"] == "write":
+                if S.txt(i + 1) != "=":
+                    raise Skip("store is not a plain assignment")
+                if not stmt_context(S, j):
+                    raise Skip("store inside an expression")
+                semi = expr_end(S, i + 2)
+                E.values[key] = (b, S.off(semi))
+                E.insert(key, a, "WRITE_ONCE(", (0, -(S.off(semi) - a)))
+                # ' = ' becomes ', ' (a value on the next line stays there)
+                if S.toks[i + 2].line != S.toks[i + 1].line:
+                    E.replace(key, b, S.end(i + 1), ",")
+                else:
+                    E.replace(key, b, S.off(i + 2), ", ")
+                E.insert(key, S.end(semi - 1), ")", (-1, S.off(semi) - a))
+            elif act == "WRITE_ONCE" and s["access"] == "rmw":
+                fmt = "%s" if s["rule"] == "locked-write" else "READ_ONCE(%s)"
+                op = S.txt(i + 1) if i + 1 < len(S.toks) else ""
+                pre = S.txt(j - 1) if j > 0 else ""
+                if op in ("++", "--") and S.txt(i + 2) == ";" and stmt_context(S, j):
+                    E.insert(key, a, "WRITE_ONCE(", (0, -(S.off(i + 2) - a)))
+                    E.late(key, a, b, S.end(i + 1), fmt, op[0], "1)")
+                elif pre in ("++", "--") and S.txt(i + 1) == ";" and stmt_context(S, j - 1):
+                    E.replace(key, S.off(j - 1), a, "WRITE_ONCE(")
+                    E.prefix.add(key)
+                    E.late(key, a, b, b, fmt, pre[0], "1)")
+                elif op in ASSIGN and op != "=" and stmt_context(S, j):
+                    semi = expr_end(S, i + 2)
+                    E.values[key] = (b, S.off(semi))
+                    paren = not simple_operand(S, i + 2, semi - 1)
+                    E.insert(key, a, "WRITE_ONCE(", (0, -(S.off(semi) - a)))
+                    E.late(key, a, b, S.off(i + 2), fmt, op[:-1], "(" if paren else "")
+                    E.insert(key, S.end(semi - 1), "))" if paren else ")",
+                             (-1, S.off(semi) - a))
+                else:
+                    raise Skip("read-modify-write inside an expression")
+            else:
+                raise Skip("action %s on a %s" % (act, s["access"]))
+            _resolve_late(E)
+            if s["rule"] != "owner-read" and too_long(E, key):
+                E.items = [it for it in E.items if it[0] != key]
+                raise Skip("the marked line would exceed 100 columns")
+            c = comments.get(s["rule"])
+            if c and (s["rule"] != "owner-read" or s.get("comment")):
+                st = statement_start(S, j)
+                if s["action"] == "data_race" and S.toks[i].line != S.toks[st].line:
+                    # checkpatch wants the comment right above the data_race() line
+                    st = _first_on_line(S, i)
+                stmt_comments.setdefault(st, []).append((key, s, c, i))
+            if s["rule"] != "owner-read":
+                applied.append(key)
+        except Skip as e:
+            skipped[key] = str(e)
+    # sites that together make a line too long for checkpatch are left out
+    while True:
+        bad = long_line_keys(E, set(applied))
+        if not bad:
+            break
+        for key in bad:
+            E.items = [it for it in E.items if it[0] != key]
+            applied.remove(key)
+            skipped[key] = "the marked line would exceed 100 columns"
+    for st, lst in stmt_comments.items():
+        lst[:] = [x for x in lst if x[0] in applied or x[1]["rule"] == "owner-read"]
+        _place_comment(E, st, lst)
+    return E, applied, skipped
+
+
+def nested_outer(E, keys):
+    """Sites cocci/access_marking.cocci's single patch rule leaves to the
+    series rewriter: a load whose expression starts with another site's
+    (READ_ONCE(READ_ONCE(a->b)->c): one SmPL rule cannot add two tokens
+    before the same one), and a load inside a store (its target or value)."""
+    starts = {}
+    for k in keys:
+        if k in E.spans:
+            starts.setdefault(E.spans[k][0], []).append(k)
+    out = {k for k in keys if k in E.prefix}   # SmPL takes no position there
+    for ks in starts.values():
+        if len(ks) > 1:
+            ks.sort(key=lambda k: E.spans[k][1])
+            out.update(ks[1:])
+    # loads inside a stored value: the store's rule does not look inside
+    vals = [E.values[k] for k in keys if k in E.values] + \
+        [E.spans[k] for k in keys if k in E.values and k in E.spans]
+    for k in keys:
+        if k in E.spans and k not in E.values and \
+                any(lo <= E.spans[k][0] < hi for lo, hi in vals):
+            out.add(k)
+    return out
+
+
+def _resolve_late(E):
+    """Read-modify-writes copy their target, with the other sites' edits
+    inside it (a READ_ONCE() of the base, say) but not their own."""
+    new = []
+    for it in E.items:
+        if it[1] != "late":
+            new.append(it)
+            continue
+        key, _, b, order, (a, fmt, op, tail), e = it
+        keys = {x[0] for x in E.items if x[0] != key and a <= x[2] and x[5] <= b}
+        tgt = E.render(keys, a, b)
+        new.append((key, "rep", b, (1, 0), ", %s %s %s" % (fmt % tgt, op, tail), e))
+    E.items = new
+
+
+def statement_start(S, j):
+    """Token index of the first token of the statement containing token j."""
+    depth = 0
+    k = j - 1
+    while k >= 0:
+        x = S.txt(k)
+        if x in (")", "]"):
+            depth += 1
+        elif x in ("(", "["):
+            if depth == 0:
+                pass  # we are inside these parentheses; keep going out
+            else:
+                depth -= 1
+        elif depth == 0 and x in (";", "{", "}"):
+            return k + 1
+        elif depth == 0 and x == ":" and k >= 1 and \
+                (S.toks[k - 1].kind == "id" or S.txt(k - 1) == "default"):
+            # label, 'default:' or 'case X:' (a ternary ':' has a '?' before)
+            q = k - 1
+            while q >= 0 and S.txt(q) not in (";", "{", "}", "?"):
+                q -= 1
+            if q < 0 or S.txt(q) != "?":
+                return k + 1
+        k -= 1
+    return 0
+
+
+def _first_on_line(S, i):
+    ln = S.toks[i].line
+    while i > 0 and S.toks[i - 1].line == ln:
+        i -= 1
+    return i
+
+
+def _place_comment(E, st, lst):
+    S = E.S
+    seen = set()
+    for key, s, text, i in lst:
+        if text in seen:
+            continue
+        seen.add(text)
+        sline = S.toks[st].line
+        first_on_line = st == 0 or S.toks[st - 1].line != sline
+        if first_on_line:
+            ls = S.starts[sline - 1]
+            indent = re.match(r"[ \t]*", S.text[ls:]).group()
+            body = comment_lines(text, indent)
+            E.insert(key, ls, body, (-5, len(E.items)))
+        else:
+            line = S.toks[i].line
+            eol = S.starts[line - 1] + len(S.line_text(line))
+            E.insert(key, eol, " /* %s */" % text, (5, 0))
+
+
+def comment_lines(text, indent, limit=80):
+    one = "%s/* %s */\n" % (indent, text)
+    if width(one.rstrip("\n")) <= limit:
+        return one
+    words = text.split()
+    lines, cur = [], ""
+    for w in words:
+        if cur and width("%s * %s %s" % (indent, cur, w)) > limit:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = (cur + " " + w).strip()
+    if cur:
+        lines.append(cur)
+    return "%s/*\n%s%s */\n" % (indent, "".join("%s * %s\n" % (indent, l) for l in lines),
+                                indent)
+
+
+# ------------------------------------------------------------------ wrapping
+
+LOGICAL = ("||", "&&")
+BINARY = ("==", "!=", "<=", ">=", "<<", ">>", "+", "-", "|", "&", "^", "*", "/", "<", ">")
+
+
+def wrap_line(line, limit=80):
+    """Break a grown line after a top-level '||', '&&' or ',' (else after a
+    spaced binary operator), aligned with the innermost open parenthesis,
+    as kernel style does.  Returns the line unchanged if it fits or has no
+    break point."""
+    if width(line) <= limit or "//" in line or "/*" in line or '"' in line:
+        return line
+    indent = re.match(r"[ \t]*", line).group()
+    opens = []
+    best = {0: None, 1: None}
+    body = line.rstrip()
+    i = len(indent)
+    while i < len(body):
+        ch = body[i]
+        cut = None
+        prio = 1
+        if ch == "(":
+            opens.append(i)
+        elif ch == ")":
+            if opens:
+                opens.pop()
+        elif body.startswith(LOGICAL, i):
+            cut, prio = i + 2, 0
+        elif ch == ",":
+            cut, prio = i + 1, 0
+        else:
+            for op in BINARY:
+                if body.startswith(op, i) and body[i - 1:i] == " " and \
+                        body[i + len(op):i + len(op) + 1] == " ":
+                    cut = i + len(op)
+                    break
+        if cut and cut < len(body) and width(body[:cut]) <= limit:
+            # the outermost level wins, then the last break that fits
+            if best[prio] is None or len(opens) <= best[prio][2]:
+                best[prio] = (cut, opens[-1] if opens else None, len(opens))
+        if cut:
+            i = cut
+            continue
+        i += 1
+    pick = best[0] or best[1]
+    if pick is None:
+        return line
+    cut, op, _ = pick
+    head = body[:cut].rstrip()
+    if op is not None:
+        col = width(body[:op + 1])
+    elif " " in indent:
+        col = width(indent)          # a continuation line: keep its alignment
+    else:
+        col = width(indent) + 8
+    cont = "\t" * (col // 8) + " " * (col % 8)
+    rest = cont + body[cut:].lstrip()
+    if width(rest) > limit:
+        rest = wrap_line(rest, limit)
+    return head + "\n" + rest
+
+
+def _chunks(E, items):
+    """Line-aligned [lo, hi) ranges of the text that no edit crosses."""
+    import bisect
+    S = E.S
+    cross = set()
+    for it in items:
+        lo, hi = it[2], it[5]
+        ln = bisect.bisect_right(S.starts, lo)
+        while ln < len(S.starts) and S.starts[ln] < hi:
+            cross.add(ln)
+            ln += 1
+    bounds = [S.starts[ln] for ln in range(len(S.starts)) if ln not in cross] + [len(S.text)]
+    return zip(bounds, bounds[1:])
+
+
+def render_file(E, keys, wrap=True):
+    """The file with the edits of keys applied; a grown line over 80 columns
+    (100 if it already was over 80) is wrapped."""
+    if not wrap or not keys:
+        return E.render(keys)
+    its = [it for it in E.items if it[0] in keys]
+    touched = sorted({it[2] for it in its} | {it[5] for it in its})
+    out = []
+    S = E.S
+    import bisect
+    for lo, hi in _chunks(E, its):
+        a = bisect.bisect_left(touched, lo)
+        if a >= len(touched) or touched[a] >= hi:
+            out.append(S.text[lo:hi])
+            continue
+        # a data_race() line keeps its comment right above it: wrap only at 100
+        out.append(_render_chunk(E, keys, lo, hi))
+    return "".join(out)
+
+
+def long_line_keys(E, keys):
+    """Keys of the sites in chunks that render to a line over 100 columns."""
+    its = [it for it in E.items if it[0] in keys]
+    bad = set()
+    import bisect
+    touched = sorted({it[2] for it in its})
+    for lo, hi in _chunks(E, its):
+        a = bisect.bisect_left(touched, lo)
+        if a >= len(touched) or touched[a] >= hi:
+            continue
+        orig = E.S.text[lo:hi]
+        text = _render_chunk(E, keys, lo, hi)
+        if any(width(l) > 100 and l not in orig for l in text.split("\n")):
+            bad.update(it[0] for it in its if lo <= it[2] < hi)
+    return bad
+
+
+def _render_chunk(E, keys, lo, hi):
+    orig = E.S.text[lo:hi]
+    new = E.render(keys, lo, hi)
+    limit = 80 if max(width(l) for l in orig.split("\n")) <= 80 else 100
+    return "\n".join(wrap_line(l, 100 if "data_race(" in l else limit)
+                     if width(l) > limit and l not in orig else l for l in new.split("\n"))
+
+
+def too_long(E, key):
+    """True if this site's edit leaves a line over 100 columns (checkpatch's
+    limit) that wrapping cannot fix."""
+    text = render_file(E, {key})
+    its = [it for it in E.items if it[0] == key]
+    if not its:
+        return False
+    S = E.S
+    lo = S.starts[S.text.count("\n", 0, min(it[2] for it in its))]
+    n = max(it[5] for it in its)
+    hi_line = S.text.count("\n", 0, n)
+    # the rendered region: from lo to the end of the last touched line plus growth
+    grow = len(text) - len(S.text)
+    end = S.text.find("\n", n)
+    end = len(S.text) if end < 0 else end
+    region = text[lo:end + grow]
+    return any(width(l) > 100 for l in region.split("\n"))

@@ -1,0 +1,558 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Stage 5: the plan becomes a git format-patch series (and `rewrite`).
+
+One patch per field, or per group of fields of one struct that share the
+protecting lock.  The edits come from rewrite.py, computed once against
+the pristine text; patch k is the difference between the tree with the
+edits of patches 1..k-1 and 1..k.  Commits are made in a scratch git
+repository in the cache with a fixed identity and date, and written with
+`git format-patch --zero-commit`, so regenerating gives byte-identical
+files.
+"""
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+from . import rewrite
+from .tree import UserError, cache_dir, log, kernel_version, installed_version, \
+    PACKAGE, PACKAGE_VERSION, ensure_tree, require_tools
+
+REPO = Path(__file__).resolve().parents[2]
+# Cited by title and short id; checkpatch's "commit <id>" check needs a git
+# tree that has the commit, which the Debian source package is not.
+SEED = ('the btrfs patch "btrfs: access eb::blocking_writers according to '
+        'ACCESS_ONCE policies" (a4477988cfed, 2019)')
+DATE = "Thu, 1 Jan 2026 00:00:00 +0000"
+RULE_ORDER = ["locked-write", "unlocked-write", "unlocked-read", "locked-read",
+              "refetch-after-lock", "diagnostic-read", "owner-read"]
+ACTION_ORDER = ["READ_ONCE", "WRITE_ONCE", "data_race"]
+
+
+def load_comments():
+    with open(REPO / "policies" / "comments.json") as f:
+        d = json.load(f)
+    return {k: v for k, v in d.items() if not k.startswith("_")}
+
+
+def rule_texts(policies_dir=None):
+    p = Path(policies_dir or REPO / "policies") / "policies.json"
+    with open(p) as f:
+        d = json.load(f)
+    return {r["id"]: r["text"] for r in d["rules"]}
+
+
+# ------------------------------------------------------------------ edits
+
+def select_sites(plan):
+    """Sites the series touches: every planned mark outside test code, and
+    the owner reads the commit style comments."""
+    sites = [s for s in plan["sites"] if not s["test_code"]]
+    unlocked_w = {(s["file"], s["function"], s["struct"], s["field"])
+                  for s in sites if s["rule"] == "unlocked-write"}
+    out = []
+    for s in sites:
+        if s["action"] != "none":
+            out.append(s)
+        elif s["rule"] == "owner-read":
+            s = dict(s, comment=(s["file"], s["function"], s["struct"], s["field"])
+                     in unlocked_w)
+            if s["comment"]:
+                out.append(s)
+    return out
+
+
+def compute_edits(tree, sites, comments):
+    """{file: Edits}, applied keys, {key: reason} for skipped sites."""
+    byfile = collections.defaultdict(list)
+    for s in sites:
+        byfile[s["file"]].append(s)
+    edits, applied, skipped = {}, set(), {}
+    for f in sorted(byfile):
+        with open(Path(tree) / f, encoding="utf-8", errors="surrogateescape") as fh:
+            src = fh.read()
+        E, app, sk = rewrite.plan_file_edits(src, byfile[f], comments)
+        edits[f] = E
+        applied.update(app)
+        skipped.update(sk)
+    # an owner-read comment belongs to a patch only with its field's marks
+    return edits, applied, skipped
+
+
+def key_of(s):
+    return (s["file"], s["line"], s["column"])
+
+
+# --------------------------------------------------------------- grouping
+
+def group_sites(plan, sites, applied):
+    """Patches: (struct, lock) groups of fields; fields without a lock alone."""
+    fields = plan["fields"]
+    per_field = collections.defaultdict(list)
+    for s in sites:
+        if key_of(s) in applied or s["rule"] == "owner-read":
+            per_field["%s.%s" % (s["struct"], s["field"])].append(s)
+    # owner-read comments only go with a field that has marks
+    per_field = {k: v for k, v in per_field.items()
+                 if any(s["rule"] != "owner-read" for s in v)}
+    groups = collections.defaultdict(list)
+    for name in sorted(per_field):
+        info = fields.get(name, {})
+        lock = info.get("lock")
+        struct = name.split(".", 1)[0]
+        gk = (struct, lock) if lock else (struct, None, name)
+        groups[gk].append(name)
+    out = []
+    for gk in sorted(groups, key=lambda k: (k[0], k[1] or "", k[2] if len(k) > 2 else "")):
+        names = groups[gk]
+        ss = sorted((s for n in names for s in per_field[n]),
+                    key=lambda s: (s["file"], s["line"], s["column"]))
+        out.append({"struct": gk[0], "lock": gk[1], "fields": names, "sites": ss})
+    return out
+
+
+# ---------------------------------------------------------------- messages
+
+def _wrap(text, width=72, indent=""):
+    return textwrap.fill(text, width=width, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def _plural(n, w):
+    return "%d %s%s" % (n, w, "" if n == 1 else "s")
+
+
+def _short(f):
+    return f.split("/", 2)[2] if f.startswith("fs/btrfs/") else f
+
+
+def _lock_short(g):
+    lock = g["lock"]
+    st, _, fld = lock.partition(".")
+    return fld if st == g["struct"] and fld else lock.replace(".", "::")
+
+
+def subject(g):
+    st = g["struct"]
+    names = [n.split(".", 1)[1] for n in g["fields"]]
+    if len(names) == 1:
+        cands = ["btrfs: access %s::%s according to ACCESS_ONCE policies" % (st, names[0]),
+                 "btrfs: access %s::%s with ONCE accessors" % (st, names[0]),
+                 "btrfs: annotate racy accesses to %s::%s" % (st, names[0])]
+    else:
+        lk = _lock_short(g)
+        cands = ["btrfs: access %s::{%s} according to ACCESS_ONCE policies"
+                 % (st, ",".join(names)),
+                 "btrfs: access %s fields under %s according to ACCESS_ONCE policies"
+                 % (st, lk),
+                 "btrfs: access %s fields under %s with ONCE accessors" % (st, lk),
+                 "btrfs: annotate %s fields under %s" % (st, lk)]
+    for c in cands:
+        if len(c) <= 75:
+            return c
+    return cands[-1]
+
+
+def message(g, plan, texts):
+    fields = plan["fields"]
+    st = g["struct"]
+    names = ["%s::%s" % (st, n.split(".", 1)[1]) for n in g["fields"]]
+    paras = []
+    lock = g["lock"]
+    if lock:
+        share = [0, 0]
+        wheres = []
+        for n in g["fields"]:
+            sh = fields[n].get("share") or [0, 0]
+            share[0] += sh[0]
+            share[1] += sh[1]
+            if fields[n].get("lock_site"):
+                wheres.append(fields[n]["lock_site"])
+        who = names[0] if len(names) == 1 else \
+            ", ".join(names[:-1]) + " and " + names[-1]
+        verb = "is" if len(names) == 1 else "are"
+        paras.append(_wrap(
+            "%s %s written under %s (%d of %d writes hold it, e.g. at %s) and "
+            "read without it elsewhere, the lock-protected case of the "
+            "access-marking policies (LWN, \"Who's afraid of a big bad "
+            "optimizing compiler?\")." % (who, verb, lock, share[0], share[1],
+                                           wheres[0] if wheres else "?")))
+    else:
+        n = g["fields"][0]
+        info = fields[n]
+        ev = "; ".join(info.get("evidence") or []) or "shared without a lock"
+        paras.append(_wrap(
+            "%s is accessed concurrently with no common lock (%s), so its "
+            "accesses are marked as the access-marking policies ask (LWN, "
+            "\"Who's afraid of a big bad optimizing compiler?\")." % (names[0], ev)))
+    paras.append(_wrap("The markings follow the rules of %s:" % SEED))
+    cnt = collections.Counter(s["rule"] for s in g["sites"])
+    plain = sum(1 for s in plan["sites"] if not s["test_code"] and s["rule"] == "locked-read"
+                and "%s.%s" % (s["struct"], s["field"]) in g["fields"])
+    lines = []
+    for r in RULE_ORDER:
+        if r == "locked-read":
+            if plain:
+                lines.append("- %s: %s left plain" % (texts.get(r, r), _plural(plain, "read")))
+            continue
+        if r == "owner-read":
+            if cnt[r]:
+                lines.append("- %s: %s left plain, with a comment" % (
+                    "owner-thread read", _plural(cnt[r], "read")))
+            continue
+        if cnt[r]:
+            t = texts.get(r, r)
+            if r == "diagnostic-read":
+                t = "read only for a diagnostic uses data_race()"
+            lines.append("- %s (%s)" % (t, _plural(cnt[r], "site")))
+    paras.append("\n".join(_wrap(l, indent="  ") for l in lines))
+    per_fn = collections.OrderedDict()
+    for s in g["sites"]:
+        k = (_short(s["file"]), s["function"])
+        per_fn.setdefault(k, collections.Counter())[
+            "owner read, plain" if s["rule"] == "owner-read" else s["rule"]] += 1
+    sl = []
+    for (f, fn), c in per_fn.items():
+        what = ", ".join("%s%s" % (r, " x%d" % n if n > 1 else "") for r, n in
+                         sorted(c.items(), key=lambda x: RULE_ORDER.index(x[0])
+                                if x[0] in RULE_ORDER else 99))
+        sl.append(_wrap("%s %s(): %s" % (f, fn, what), indent="    "))
+    paras.append("Sites, by function (lkmm-mark's plan gives the evidence for "
+                 "each):\n\n" + "\n".join(sl))
+    return "\n\n".join(paras)
+
+
+# ------------------------------------------------------------------- git
+
+def _git(repo, *args, env=None, check=True):
+    e = dict(os.environ)
+    e.update(env or {})
+    r = subprocess.run(["git", "-C", str(repo)] + list(args), capture_output=True,
+                       text=True, env=e)
+    if check and r.returncode != 0:
+        raise UserError("git %s failed: %s" % (args[0], r.stderr.strip().splitlines()[-1:]))
+    return r.stdout
+
+
+def identity(args, out_dir):
+    if args.signoff:
+        m = re.match(r"\s*(.+?)\s*<([^>]+)>\s*$", args.signoff)
+        if not m:
+            raise UserError("--signoff must be 'Name <email>'")
+        return m.group(1), m.group(2)
+    # the committed series keeps its author when regenerated
+    cover = sorted(Path(out_dir).glob("0000-cover-letter.patch")) if out_dir else []
+    if cover:
+        for line in cover[0].read_text().splitlines():
+            m = re.match(r"From: (.+?) <([^>]+)>$", line)
+            if m:
+                return m.group(1), m.group(2)
+    name = subprocess.run(["git", "config", "user.name"], capture_output=True,
+                          text=True).stdout.strip()
+    mail = subprocess.run(["git", "config", "user.email"], capture_output=True,
+                          text=True).stdout.strip()
+    if not name or not mail:
+        raise UserError("no Signed-off-by identity: give --signoff 'Name <email>' "
+                        "or set git config user.name and user.email")
+    return name, mail
+
+
+def checkpatch(tree, patch):
+    """(errors, warnings, checks) lines of checkpatch --strict."""
+    cp = Path(tree) / "scripts" / "checkpatch.pl"
+    r = subprocess.run(["perl", str(cp), "--strict", "--no-tree", "--no-color",
+                        "--show-types", str(Path(patch).resolve())], capture_output=True,
+                       text=True, cwd=str(tree))
+    res = {"ERROR": [], "WARNING": [], "CHECK": []}
+    for line in r.stdout.splitlines():
+        m = re.match(r"(ERROR|WARNING|CHECK):(\w+): (.*)", line)
+        if m:
+            res[m.group(1)].append("%s: %s" % (m.group(2), m.group(3)))
+    return res
+
+
+def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=True):
+    comments = load_comments()
+    texts = rule_texts(policies_dir)
+    sites = select_sites(plan)
+    edits, applied, skipped = compute_edits(tree, sites, comments)
+    groups = group_sites(plan, sites, applied)
+    name, mail = identity(args, out_dir)
+    kv = kernel_version(tree)
+    pv = installed_version() if Path(tree).resolve() == (cache_dir() / PACKAGE).resolve() \
+        else None
+    work = Path(tempfile.mkdtemp(prefix="series-", dir=str(cache_dir())))
+    try:
+        repo = work / "repo"
+        repo.mkdir()
+        env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": mail,
+               "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": mail,
+               "GIT_AUTHOR_DATE": DATE, "GIT_COMMITTER_DATE": DATE,
+               "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+        _git(repo, "init", "-q", env=env)
+        touched = sorted({s["file"] for g in groups for s in g["sites"]})
+        for f in touched:
+            (repo / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(Path(tree) / f, repo / f)
+        _git(repo, "add", "-A", env=env)
+        _git(repo, "commit", "-q", "-m", "base: Linux %s" % kv, env=env)
+        done = collections.defaultdict(set)
+        for g in groups:
+            gfiles = sorted({s["file"] for s in g["sites"]})
+            for s in g["sites"]:
+                done[s["file"]].add(key_of(s))
+            for f in gfiles:
+                text = rewrite.render_file(edits[f], done[f])
+                with open(repo / f, "w", encoding="utf-8", errors="surrogateescape") as fh:
+                    fh.write(text)
+            msg = subject(g) + "\n\n" + message(g, plan, texts) + \
+                "\n\nSigned-off-by: %s <%s>\n" % (name, mail)
+            _git(repo, "add", "-A", env=env)
+            r = subprocess.run(["git", "-C", str(repo), "commit", "-q", "-F", "-"],
+                               input=msg, text=True, capture_output=True,
+                               env=dict(os.environ, **env))
+            if r.returncode != 0:
+                raise UserError("git commit failed for %s: %s" % (subject(g), r.stderr.strip()))
+        fp = work / "fp"
+        _git(repo, "format-patch", "-q", "--zero-commit", "--signature=lkmm-mark",
+             "--cover-letter", "--numbered", "-o", str(fp),
+             "HEAD~%d" % len(groups),
+             env=env)
+        pats = sorted(fp.glob("*.patch"))
+        # checkpatch every patch; the remarks go into the cover letter
+        cps = []
+        if run_checkpatch:
+            log("checkpatch --strict on %d patches" % (len(pats) - 1))
+            for p in pats[1:]:
+                cps.append((p.name, checkpatch(tree, p)))
+        cover = pats[0].read_text()
+        cover = cover.replace("*** SUBJECT HERE ***",
+                              "btrfs: access shared fields according to ACCESS_ONCE policies")
+        cover = cover.replace("*** BLURB HERE ***",
+                              cover_text(plan, groups, skipped, cps, kv, pv, sites, applied, texts))
+        pats[0].write_text(cover)
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for old in out.glob("*.patch"):
+            old.unlink()
+        for p in pats:
+            shutil.copyfile(p, out / p.name)
+        return groups, skipped, cps, [out / p.name for p in pats]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def cover_text(plan, groups, skipped, cps, kv, pv, sites, applied, texts):
+    base = "Linux %s" % kv
+    if pv:
+        base += " (Debian %s %s)" % (PACKAGE, pv)
+    acts = collections.Counter()
+    rules = collections.Counter()
+    for g in groups:
+        for s in g["sites"]:
+            if s["rule"] != "owner-read":
+                acts[s["action"]] += 1
+                rules[s["rule"]] += 1
+    nsites = sum(acts.values())
+    paras = []
+    paras.append(_wrap(
+        "This series marks the plain accesses to shared fields of fs/btrfs "
+        "that the access-marking policies of the Linux kernel memory model "
+        "require to be marked (LWN, \"Who's afraid of a big bad optimizing "
+        "compiler?\"), following the locked/unlocked rules of"))
+    paras[-1] = _wrap(paras[-1] + " " + SEED + ".")
+    paras.append("Base: %s, fs/btrfs.\nThe patches apply with git am, in order." % base)
+    paras.append(_wrap(
+        "Each patch covers one field, or the fields of one struct protected by "
+        "the same lock. Every hunk is there because of a named rule, computed "
+        "from the code: the locks held at each access (including locks held "
+        "by every caller), the lock held by the field's writes, and the "
+        "declared owner, handler, init and teardown facts."))
+    tl = ["%d patches, %d sites:" % (len(groups), nsites)]
+    for a in ACTION_ORDER:
+        if acts[a]:
+            tl.append("  %-11s %d" % (a, acts[a]))
+    tl.append("")
+    tl.append("Per rule:")
+    for r in RULE_ORDER:
+        if rules[r]:
+            tl.append(_wrap("  %-19s %4d  %s" % (r, rules[r], texts.get(r, "")),
+                            indent=" " * 27))
+    paras.append("\n".join(tl))
+    na = plan.get("not_analysed", [])
+    if na:
+        paras.append("Functions spatch could not parse (not analysed):\n" + "\n".join(
+            "  %s:%d %s()" % (_short(x["file"]), x["line"], x["function"]) for x in na))
+    if skipped:
+        sk = sorted(skipped.items())
+        paras.append("Planned sites not rewritten (left for a human):\n" + "\n".join(
+            _wrap("  %s:%d:%d: %s" % (_short(k[0]), k[1], k[2], why), indent="    ")
+            for k, why in sk))
+    if cps:
+        ne = sum(len(c["ERROR"]) for _, c in cps)
+        nw = sum(len(c["WARNING"]) for _, c in cps)
+        checks = collections.Counter()
+        for _, c in cps:
+            for x in c["CHECK"]:
+                checks[x.split(":", 1)[0]] += 1
+        t = "checkpatch.pl --strict: %d errors, %d warnings, %d checks" % (
+            ne, nw, sum(checks.values()))
+        if checks:
+            t += ":\n" + "\n".join("  %s: %d" % kv_ for kv_ in sorted(checks.items()))
+        paras.append(t)
+    paras.append(
+        "Reproduce with lkmm-mark:\n"
+        "  scripts/lkmm-mark series        # writes patches/\n"
+        "  scripts/lkmm-mark report        # the same sites, one line each\n"
+        "  scripts/lkmm-mark plan --json plan.json   # every verdict, why")
+    return "\n\n".join(paras)
+
+
+def summary_lines(groups, paths):
+    out = []
+    for i, g in enumerate(groups):
+        c = collections.Counter(s["action"] for s in g["sites"] if s["rule"] != "owner-read")
+        f = ",".join(n.split(".", 1)[1] for n in g["fields"])
+        if len(f) > 40:
+            f = f[:37] + "..."
+        out.append("%04d %-28s %-40s %-34s %s" % (
+            i + 1, g["struct"][:28], f, (g["lock"] or "-")[:34],
+            " ".join("%s %d" % (a, c[a]) for a in ACTION_ORDER if c[a])))
+    return out
+
+
+# ------------------------------------------------------------ sub-commands
+
+def _plan(args, tree):
+    from .commands import analyse, plan_dict
+    A = analyse(args, tree=tree)
+    return plan_dict(A)
+
+
+def cmd_series(args):
+    require_tools("git", "perl")
+    tree = ensure_tree(args.tree, args.target)
+    kv = kernel_version(tree)
+    pv = installed_version()
+    if not args.tree and pv and pv != PACKAGE_VERSION:
+        log("note: the installed %s is %s, the committed series is for %s; "
+            "the series is regenerated for %s" % (PACKAGE, pv, PACKAGE_VERSION, pv))
+    out_dir = Path(args.out) if args.out else REPO / "patches"
+    plan = _plan(args, tree)
+    if args.check:
+        with tempfile.TemporaryDirectory(prefix="lkmm-series-check-") as tmp:
+            groups, skipped, cps, paths = write_series(tree, plan, args, tmp)
+            old = sorted(p.name for p in out_dir.glob("*.patch"))
+            new = sorted(p.name for p in Path(tmp).glob("*.patch"))
+            diff = [n for n in sorted(set(old) | set(new))
+                    if n not in old or n not in new or
+                    (out_dir / n).read_bytes() != (Path(tmp) / n).read_bytes()]
+            if diff:
+                print("lkmm-mark: error: %s is not current: %d file%s differ (first: %s); "
+                      "run scripts/lkmm-mark series" % (out_dir, len(diff),
+                                                        "" if len(diff) == 1 else "s", diff[0]),
+                      file=sys.stderr)
+                return 1
+            print("%s is current: %d patches" % (out_dir, len(new) - 1))
+            return 0
+    groups, skipped, cps, paths = write_series(tree, plan, args, out_dir)
+    for l in summary_lines(groups, paths):
+        print(l)
+    bad = [(n, c) for n, c in cps if c["ERROR"] or c["WARNING"]]
+    nsites = sum(1 for g in groups for s in g["sites"] if s["rule"] != "owner-read")
+    print("# %d patches, %d sites, %d planned sites not rewritten -> %s" % (
+        len(groups), nsites, len(skipped), out_dir))
+    for n, c in bad:
+        for x in c["ERROR"] + c["WARNING"]:
+            print("%s: %s" % (n, x), file=sys.stderr)
+    if bad:
+        print("lkmm-mark: error: checkpatch --strict reported errors or warnings "
+              "in %d patches" % len(bad), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _dirty(tree, target):
+    """Uncommitted changes under target of a git tree, or None if not git."""
+    r = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--", target],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    return [l for l in r.stdout.splitlines() if l.strip()]
+
+
+def cmd_rewrite(args):
+    tree = ensure_tree(args.tree, args.target)
+    if args.in_place:
+        if not args.tree:
+            raise UserError("--in-place needs an explicit --tree (the cached "
+                            "pristine tree is never modified)")
+        d = _dirty(tree, args.target)
+        if d:
+            raise UserError("%s has uncommitted changes under %s (%d files); commit "
+                            "or stash them first" % (tree, args.target, len(d)))
+    elif not args.out:
+        raise UserError("give --out DIR for a rewritten copy, or --in-place with --tree")
+    plan = _plan(args, tree)
+    sites = select_sites(plan)
+    edits, applied, skipped = compute_edits(tree, sites, load_comments())
+    dest = Path(tree) if args.in_place else Path(args.out)
+    if not args.in_place:
+        if dest.exists() and any(dest.iterdir()):
+            raise UserError("%s exists and is not empty" % dest)
+        shutil.copytree(Path(tree) / args.target, dest / args.target)
+    n = 0
+    for f, E in sorted(edits.items()):
+        keys = {k for k in applied if k[0] == f} | \
+            {key_of(s) for s in sites if s["file"] == f and s["rule"] == "owner-read"}
+        text = rewrite.render_file(E, keys)
+        if text != E.S.text:
+            with open(dest / f, "w", encoding="utf-8", errors="surrogateescape") as fh:
+                fh.write(text)
+            n += 1
+    print("%d sites rewritten in %d files, %d skipped -> %s" % (
+        len(applied), n, len(skipped), dest / args.target))
+    for k, why in sorted(skipped.items()):
+        print("%s:%d:%d: not rewritten: %s" % (k[0], k[1], k[2], why))
+    return 0
+
+
+def git_am(tree, patch_dir, target="fs/btrfs"):
+    """Apply the series with git am --whitespace=error onto a scratch git
+    repository holding the pristine target; returns (ok, message)."""
+    pats = sorted(p for p in Path(patch_dir).glob("*.patch")
+                  if not p.name.startswith("0000-"))
+    if not pats:
+        return False, "no patches in %s" % patch_dir
+    with tempfile.TemporaryDirectory(prefix="lkmm-am-", dir=str(cache_dir())) as tmp:
+        repo = Path(tmp)
+        shutil.copytree(Path(tree) / target, repo / target)
+        env = {"GIT_AUTHOR_NAME": "am", "GIT_AUTHOR_EMAIL": "am@localhost",
+               "GIT_COMMITTER_NAME": "am", "GIT_COMMITTER_EMAIL": "am@localhost",
+               "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+        _git(repo, "init", "-q", env=env)
+        _git(repo, "add", "-A", env=env)
+        _git(repo, "commit", "-q", "-m", "pristine", env=env)
+        for p in pats:
+            r = subprocess.run(["git", "-C", str(repo), "am", "-q", "--whitespace=error",
+                                str(p.resolve())], capture_output=True, text=True,
+                               env=dict(os.environ, **env))
+            if r.returncode != 0:
+                why = (r.stdout + r.stderr).strip().splitlines()
+                return False, "%s does not apply: %s" % (p.name, why[0] if why else "?")
+        n = _git(repo, "rev-list", "--count", "HEAD", env=env).strip()
+        return True, "%d patches applied with git am (%s commits)" % (len(pats), n)
+
+
+def cmd_am(args):
+    require_tools("git")
+    tree = ensure_tree(args.tree)
+    ok, msg = git_am(tree, args.patches or REPO / "patches")
+    print(msg if ok else "lkmm-mark: error: " + msg, file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1

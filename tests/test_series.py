@@ -1,0 +1,338 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Rewrite and series tests.
+
+- rewrite fixtures: tests/fixtures/<name>/<file>.res is the expected
+  rewritten <file>.c (every rewrite form and safety rule), expected.skipped
+  the planned sites left for a human;
+- the seed-style fixture's rewrite changes the same lines, in the same
+  order, as the seed commit did (whitespace aside);
+- cocci/access_marking.cocci -D patch makes the same marks;
+- a second run over the rewritten fixture asks for nothing more;
+- the committed patches/ is what `lkmm-mark series` writes today, applies
+  with git am to the pristine tree, and the analysis of the fully patched
+  fs/btrfs asks for no further marks (idempotence);
+- rewrite never touches the user's tree without --in-place, refuses a
+  dirty one.
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from fixture_lib import REPO, TARGET, analyse_fixture, make_tree, make_policies, \
+    policy_mod, facts_mod, Analysis
+from lkmm_mark import rewrite, series
+from lkmm_mark.commands import plan_dict
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SEEDS = REPO.parent / "shared" / "seeds"
+LKMM = [sys.executable, str(REPO / "scripts" / "lkmm-mark")]
+
+
+def rewrite_fixture(d):
+    """{file name: rewritten text}, sorted skipped lines."""
+    A = analyse_fixture(d)
+    plan = plan_dict(A)
+    sites = series.select_sites(plan)
+    byf = {}
+    for s in sites:
+        byf.setdefault(s["file"], []).append(s)
+    out, skipped = {}, []
+    comments = series.load_comments()
+    for f, ss in byf.items():
+        name = f[len(TARGET) + 1:]
+        src = (d / name).read_text()
+        E, app, sk = rewrite.plan_file_edits(src, ss, comments)
+        for s in plan["sites"]:
+            if (s["file"], s["line"], s["column"]) in rewrite.nested_outer(E, app):
+                s["nested"] = True
+        keys = set(app) | {series.key_of(s) for s in ss if s["rule"] == "owner-read"}
+        out[name] = rewrite.render_file(E, keys)
+        skipped += ["%s:%d:%d: %s" % (name, k[1], k[2], why) for k, why in sk.items()]
+    return out, sorted(skipped), plan
+
+
+def change_blocks(diff):
+    """Runs of -/+ lines of a unified diff, whitespace removed."""
+    out, cur, inh = [], None, False
+    for l in diff.split("\n"):
+        if l.startswith("@@"):
+            inh, cur = True, None
+            continue
+        if not inh or l.startswith(("---", "+++")):
+            continue
+        if l == "-- ":
+            break
+        if l[:1] in ("-", "+"):
+            if cur is None:
+                cur = [[], []]
+                out.append(cur)
+            cur[0 if l[0] == "-" else 1].append(l[1:])
+        else:
+            cur = None
+    return [(re.sub(r"\s+", "", "".join(a)), re.sub(r"\s+", "", "".join(b))) for a, b in out]
+
+
+def strip_c(text):
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"\s+", "", text)
+
+
+class RewriteFixtures(unittest.TestCase):
+    def check(self, name):
+        d = FIXTURES / name
+        out, skipped, _ = rewrite_fixture(d)
+        for res in sorted(d.glob("*.res")):
+            c = res.with_suffix(".c").name
+            self.assertIn(c, out)
+            self.assertEqual(out[c], res.read_text(), "rewrite of %s/%s differs" % (name, c))
+        exp = d / "expected.skipped"
+        self.assertEqual(skipped, exp.read_text().splitlines() if exp.exists() else [])
+
+    def test_rewrite_forms(self):
+        self.check("rewrite_forms")
+
+    def test_seed_style(self):
+        self.check("seed_eb_locking")
+
+    def test_forms_cover_each_rewrite(self):
+        res = (FIXTURES / "rewrite_forms" / "forms.res").read_text()
+        for form in ("WRITE_ONCE(p->count, p->count + 1);",          # x->f++ locked
+                     "WRITE_ONCE(p->count, p->count - 1);",          # --x->f
+                     "WRITE_ONCE(p->bytes, p->bytes - (a + b));",    # -= with parens
+                     "WRITE_ONCE(p->flags, p->flags | n);",          # |=
+                     "WRITE_ONCE(p->total, READ_ONCE(p->total) + 4);",  # unlocked rmw
+                     "wait_event(p->wq, READ_ONCE(p->state) == 0);",
+                     "/* Refetch value after lock */",
+                     "/* Unlocked write */",
+                     "WARN_ON(data_race(p->limit) > 100);"):
+            self.assertIn(form, res)
+        # safety: never touched
+        for plain in ("p->dirty = 1;", "p->slots[0] = 1;", "&p->count", "sizeof(p->bytes)",
+                      "p->rcu_ptr ||", "atomic_read(&p->users)", "&p->list",
+                      "*out = READ_ONCE(p->limit);", "y = p->state = x;",
+                      "BUG_ON(p->limit > 200);"):
+            self.assertIn(plain, res)
+        self.assertNotRegex(res, r"(READ_ONCE|data_race)\([^()]*\)\s*=[^=]")
+        self.assertNotIn("ONCE(READ_ONCE(", res)
+        self.assertNotIn("ONCE(WRITE_ONCE(", res)
+        # every data_race() has its comment on the line above (checkpatch)
+        lines = res.splitlines()
+        for i, l in enumerate(lines):
+            if "data_race(" in l:
+                self.assertIn("/*", lines[i - 1])
+
+    def test_second_run_asks_nothing(self):
+        for name, src in (("rewrite_forms", "forms"), ("seed_eb_locking", "locking")):
+            with tempfile.TemporaryDirectory() as tmp:
+                d = Path(tmp) / name
+                shutil.copytree(FIXTURES / name, d)
+                (d / (src + ".c")).write_text((d / (src + ".res")).read_text())
+                before = {(a.line, a.col): (a.fn, a.field)
+                          for a in analyse_fixture(FIXTURES / name).accesses}
+                A = analyse_fixture(d)
+                flagged = [(a.fn, a.field) for a in A.accesses if a.action != "none"]
+                exp = d / "expected.skipped"
+                want = [before[(int(l.split(":")[1]), int(l.split(":")[2]))]
+                        for l in (exp.read_text().splitlines() if exp.exists() else [])]
+                self.assertEqual(sorted(flagged), sorted(want), name)
+                out, skipped, _ = rewrite_fixture(d)
+                self.assertEqual(out.get(src + ".c", (d / (src + ".c")).read_text()),
+                                 (d / (src + ".c")).read_text())
+
+
+class SeedCommit(unittest.TestCase):
+    def test_same_changes_as_the_commit(self):
+        commit = glob.glob(str(SEEDS / "001-commit-*.patch"))
+        if not commit:
+            self.skipTest("seed commit not found at %s" % SEEDS)
+        d = FIXTURES / "seed_eb_locking"
+        r = subprocess.run(["diff", "-u", str(d / "locking.c"), str(d / "locking.res")],
+                           capture_output=True, text=True)
+        mine = change_blocks(r.stdout)
+        theirs = change_blocks(Path(commit[0]).read_text())
+        self.assertEqual(len(mine), 12)
+        self.assertEqual(mine, theirs)
+
+
+class CocciPatchMode(unittest.TestCase):
+    def test_same_marks_as_the_series(self):
+        d = FIXTURES / "rewrite_forms"
+        out, skipped, plan = rewrite_fixture(d)
+        skip = {(l.split(":")[0], int(l.split(":")[1]), int(l.split(":")[2])) for l in skipped}
+        plan["sites"] = [s for s in plan["sites"]
+                         if (s["file"][len(TARGET) + 1:], s["line"], s["column"]) not in skip]
+        nested = [s for s in plan["sites"] if s.get("nested")]
+        self.assertEqual(len(nested), 1)    # the prefix --p->count
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = make_tree(d, tmp)
+            pf = Path(tmp) / "plan.json"
+            pf.write_text(json.dumps(plan))
+            r = subprocess.run(["spatch", "--very-quiet", "--sp-file",
+                                str(REPO / "cocci" / "access_marking.cocci"), "-D", "patch",
+                                "--dir", TARGET, "--no-includes", "--include-headers",
+                                "--in-place"], cwd=tree, capture_output=True, text=True,
+                               env=dict(os.environ, LKMM_PLAN=str(pf)))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            got = (tree / TARGET / "forms.c").read_text()
+        want = out["forms.c"].replace("WRITE_ONCE(p->count, p->count - 1);", "--p->count;")
+        self.assertEqual(strip_c(got), strip_c(want))
+
+
+class CocciPatchModeBtrfs(unittest.TestCase):
+    def test_btrfs_same_marks_as_the_series(self):
+        """On all of 6.1 fs/btrfs, spatch -D patch makes the series' marks
+        (comments and line breaks aside), except the nested loads the plan
+        leaves to the series rewriter."""
+        from lkmm_mark.tree import ensure_tree
+        base = ensure_tree(None)
+        with tempfile.TemporaryDirectory(prefix="lkmm-cocci-") as tmp:
+            pf = Path(tmp) / "plan.json"
+            r = subprocess.run(LKMM + ["plan", "--json", str(pf)], capture_output=True,
+                               text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            plan = json.loads(pf.read_text())
+            r = subprocess.run(["spatch", "--very-quiet", "--sp-file",
+                                str(REPO / "cocci" / "access_marking.cocci"), "-D", "patch",
+                                "--dir", TARGET, "--no-includes", "--include-headers",
+                                "--jobs", str(os.cpu_count() or 2)],
+                               cwd=base, capture_output=True, text=True,
+                               env=dict(os.environ, LKMM_PLAN=str(pf)))
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            self.assertNotIn("EXN", r.stderr)
+            copy = Path(tmp) / "btrfs"
+            shutil.copytree(base / TARGET, copy)
+            p = subprocess.run(["patch", "-p1", "-s", "-d", str(copy)], input=r.stdout,
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            sites = series.select_sites(plan)
+            edits, applied, skipped = series.compute_edits(base, sites, series.load_comments())
+            nested = {(s["file"], s["line"], s["column"]) for s in plan["sites"]
+                      if s.get("nested")}
+            differ = []
+            for f, E in sorted(edits.items()):
+                keys = {k for k in applied if k[0] == f and k not in nested}
+                mine = rewrite.render_file(E, keys)
+                theirs = (copy / f[len(TARGET) + 1:]).read_text()
+                if strip_c(mine) != strip_c(theirs):
+                    differ.append(f)
+            self.assertEqual(differ, [])
+            self.assertLess(len(nested), 40)
+
+
+def _patches():
+    return sorted((REPO / "patches").glob("0*.patch"))
+
+
+@unittest.skipUnless(_patches(), "patches/ has no series")
+class CommittedSeries(unittest.TestCase):
+    def test_regenerating_changes_nothing(self):
+        r = subprocess.run(LKMM + ["series", "--check"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_git_am_on_pristine(self):
+        from lkmm_mark.tree import ensure_tree
+        ok, msg = series.git_am(ensure_tree(None), REPO / "patches")
+        self.assertTrue(ok, msg)
+
+    def test_cover_letter(self):
+        cover = (REPO / "patches" / "0000-cover-letter.patch").read_text()
+        from lkmm_mark.tree import PACKAGE_VERSION
+        self.assertIn("Debian linux-source-6.1 %s" % PACKAGE_VERSION, cover)
+        self.assertIn("checkpatch.pl --strict: 0 errors, 0 warnings", cover)
+        n = len(_patches()) - 1
+        self.assertIn("%d patches" % n, cover)
+        for p in _patches()[1:]:
+            text = p.read_text()
+            self.assertRegex(text, r"\nSubject: \[PATCH \d+/\d+\] btrfs: ")
+            self.assertIn("\nSigned-off-by: ", text)
+            body = text.split("\n\n", 1)[1].split("\n---\n", 1)[0]
+            long_ = [l for l in body.splitlines() if len(l) >= 75
+                     and not l.startswith("Signed-off-by:")]
+            self.assertEqual(long_, [], p.name)
+
+    def test_fully_patched_tree_asks_for_nothing_more(self):
+        from lkmm_mark.tree import ensure_tree
+        base = ensure_tree(None)
+        cover = (REPO / "patches" / "0000-cover-letter.patch").read_text()
+        left = set(re.findall(r"^  ([\w.-]+\.[ch]):\d+:\d+: ", cover, re.M))
+        with tempfile.TemporaryDirectory(prefix="lkmm-idem-") as tmp:
+            tree = Path(tmp) / "tree"
+            tree.mkdir()
+            for e in os.listdir(base):
+                if e != "fs":
+                    os.symlink(base / e, tree / e)
+            (tree / "fs").mkdir()
+            shutil.copytree(base / TARGET, tree / TARGET)
+            for p in _patches()[1:]:
+                r = subprocess.run(["patch", "-p1", "-s", "-d", str(tree), "-i", str(p)],
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, p.name + r.stdout)
+            P = policy_mod.load(None)
+            recs, _ = facts_mod.run(str(tree), TARGET, 0, use_cache=True)
+            A = Analysis(str(tree), TARGET, recs, P,
+                         facts_mod.source_files(str(tree), TARGET)).run()
+        flagged = [a for a in A.accesses if a.action != "none" and not a.test]
+        # only the sites the series left for a human (listed in the cover
+        # letter) may still be flagged
+        extra = ["%s:%d %s %s.%s" % (a.file, a.line, a.fn, a.struct, a.field)
+                 for a in flagged if a.file.split("/", 2)[2] not in left]
+        self.assertEqual(extra, [])
+        self.assertLessEqual(len(flagged), len(re.findall(r"^  [\w.-]+\.[ch]:\d+:\d+: ",
+                                                          cover, re.M)))
+
+
+class RewriteCommand(unittest.TestCase):
+    def fake_tree(self, tmp):
+        t = Path(tmp) / "k"
+        for d in ("include/linux", "scripts", TARGET):
+            (t / d).mkdir(parents=True)
+        (t / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 0\n")
+        (t / "Kconfig").write_text("")
+        shutil.copy(FIXTURES / "rewrite_forms" / "forms.c", t / TARGET / "forms.c")
+        return t
+
+    def run_cli(self, *a):
+        return subprocess.run(LKMM + list(a), capture_output=True, text=True)
+
+    def test_in_place_needs_tree(self):
+        r = self.run_cli("rewrite", "--in-place")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_dirty_tree_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            t = self.fake_tree(tmp)
+            env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+                       GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+            for c in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
+                subprocess.run(["git", "-C", str(t)] + c, check=True, env=env,
+                               capture_output=True)
+            with open(t / TARGET / "forms.c", "a") as f:
+                f.write("/* local change */\n")
+            before = (t / TARGET / "forms.c").read_text()
+            r = self.run_cli("rewrite", "--in-place", "--tree", str(t), "--no-cache")
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn("uncommitted changes", r.stderr)
+            self.assertEqual((t / TARGET / "forms.c").read_text(), before)
+
+    def test_copy_leaves_tree_alone(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            t = self.fake_tree(tmp)
+            before = (t / TARGET / "forms.c").read_text()
+            out = Path(tmp) / "out"
+            r = self.run_cli("rewrite", "--tree", str(t), "--out", str(out), "--no-cache")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertEqual((t / TARGET / "forms.c").read_text(), before)
+            self.assertIn("WRITE_ONCE(p->count, p->count + 1);",
+                          (out / TARGET / "forms.c").read_text())
+
+
+if __name__ == "__main__":
+    unittest.main()
