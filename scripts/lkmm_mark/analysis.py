@@ -182,6 +182,18 @@ class Analysis:
             return None
         func = self.src.funcs.get((file, fn))
         toks = [t.text for t in csrc.tokenize(base)]
+        # READ_ONCE(e) and data_race(e) have the type of e
+        while len(toks) >= 4 and toks[0] in ("READ_ONCE", "data_race") and toks[1] == "(":
+            depth, end = 0, None
+            for i, t in enumerate(toks[1:], 1):
+                depth += t == "("
+                depth -= t == ")"
+                if depth == 0:
+                    end = i
+                    break
+            if end is None:
+                break
+            toks = toks[2:end] + toks[end + 1:]
         # split on top-level -> and .
         parts = []
         depth = 0
