@@ -7,6 +7,7 @@ policies/policies.json and a reason citing the evidence.
 """
 import collections
 import os
+import re
 
 from . import csrc
 from .locks import LockFlow, State, How, call_context, KEYWORDS
@@ -44,6 +45,7 @@ class Source:
 
     def __init__(self, tree, files):
         self.toks = {}
+        self.text = {}
         self.funcs = {}          # (file, name) -> Function
         self.by_name = collections.defaultdict(list)
         self.structs = {}
@@ -52,10 +54,19 @@ class Source:
         self.pos = {}            # file -> {(line, col): token index}
         for f in files:
             with open(os.path.join(tree, f), errors="replace") as fh:
-                toks = csrc.tokenize(fh.read())
+                text = fh.read()
+            toks = csrc.tokenize(text)
+            self.text[f] = text
             self.toks[f] = toks
             self.pos[f] = {(t.line, t.col): i for i, t in enumerate(toks)}
             for fn in csrc.find_functions(toks, f):
+                # '#ifdef X / f() {...} / #else / f() {} stub': keep the
+                # larger definition
+                old = self.funcs.get((f, fn.name))
+                if old is not None:
+                    if old.body_end - old.body_start >= fn.body_end - fn.body_start:
+                        continue
+                    self.by_name[fn.name].remove(old)
                 self.funcs[(f, fn.name)] = fn
                 self.by_name[fn.name].append(fn)
             csrc.parse_typedefs(toks, self.typedefs)
@@ -109,6 +120,7 @@ class Analysis:
             if (f, name) not in spatch_fns:
                 self.not_analysed.append((f, fn.line, name))
         tests = [self.target + "/" + d.strip("/") + "/" for d in (self.P.test_dirs or ["tests"])]
+        self.test_prefixes = tests
         for k, r in acc.items():
             a = Access()
             a.file, a.line, a.col, a.eline, a.ecol = (r["file"], r["line"], r["col"],
@@ -262,15 +274,313 @@ class Analysis:
             for (k, callee, st) in res.calls:
                 self.calls[callee].append((fn, st, k))
 
-    def entry_locks(self):
-        """Locks held at entry: annotations, and held by every caller (fixed point)."""
+    # ---------------------------------------------------------- call graph
+    def _is_test_file(self, f):
+        return any(f.startswith(t) for t in self.test_prefixes)
+
+    def sites_of(self, fn):
+        """Call sites of fn by name: a static function outside a header is
+        called from its own file only; a static inline in a header from
+        every file that includes it."""
+        sites = self.calls.get(fn.name, [])
+        if fn.static and not fn.file.endswith(".h"):
+            sites = [s for s in sites if s[0].file == fn.file]
+        return sites
+
+    def call_graph(self):
+        """Address-taken functions, functions named in macro bodies (their
+        callers are not visible), dead code (preprocessor-disabled blocks,
+        functions nothing live calls) and functions only test code calls.
+        Calls from dead code are dropped from the call graph."""
+        src = self.src
         addr_taken = set()
-        for f, toks in self.src.toks.items():
+        for f, toks in src.toks.items():
             for i, t in enumerate(toks):
-                if t.kind == "id" and t.text in self.src.by_name and \
+                if t.kind == "id" and t.text in src.by_name and \
                         not (i + 1 < len(toks) and toks[i + 1].text == "("):
                     addr_taken.add(t.text)
         self.addr_taken = addr_taken
+        macro_used = set()
+        pasted = set()
+        self.dead_lines = {}
+        for f, text in src.text.items():
+            self.dead_lines[f] = csrc.disabled_lines(text)
+            for body in csrc.macro_bodies(text):
+                for t in csrc.tokenize(body.replace("#", " ")):
+                    if t.kind == "id" and t.text in src.by_name:
+                        macro_used.add(t.text)
+                # token pasting (prefix_##name, name##_suffix): any function
+                # the pasted name may produce
+                for m in re.finditer(r"(\w*)\s*##\s*(\w*)", body):
+                    pasted.update(x for x in m.groups() if len(x) >= 8)
+        for name in src.by_name:
+            if any(name.startswith(x) or name.endswith(x) for x in pasted):
+                macro_used.add(name)
+        self.macro_used = macro_used
+        calls = collections.defaultdict(list)
+        for callee, sites in self.calls.items():
+            for s in sites:
+                if src.toks[s[0].file][s[2]].line not in self.dead_lines.get(s[0].file, ()):
+                    calls[callee].append(s)
+        self.calls = calls
+        # non-static functions named by the kernel's trace event headers
+        # are called from there
+        outside = set()
+        evdir = os.path.join(self.tree, "include", "trace", "events")
+        if os.path.isdir(evdir):
+            for name in sorted(os.listdir(evdir)):
+                if name.endswith(".h"):
+                    with open(os.path.join(evdir, name), errors="replace") as fh:
+                        outside.update(re.findall(r"\w+", fh.read()))
+        # a non-static function is internal API when a header of the target
+        # declares it; one no header declares is an entry point
+        declared = set()
+        for f, toks in src.toks.items():
+            if f.endswith(".h"):
+                declared.update(toks[i].text for i in range(len(toks) - 1)
+                                if toks[i].kind == "id" and toks[i + 1].text == "(")
+        dead = {}
+        for key, fn in src.funcs.items():
+            if fn.line in self.dead_lines.get(fn.file, ()):
+                dead[key] = "inside a preprocessor block that is never compiled"
+        testonly = {}
+        for _ in range(30):
+            changed = False
+            for key, fn in src.funcs.items():
+                if key in dead or key in testonly or fn.name in addr_taken or \
+                        fn.name in macro_used or self.P.is_lifecycle(fn.name) or \
+                        self._is_test_file(fn.file) or \
+                        (not fn.static and (fn.name in outside or fn.name not in declared)):
+                    continue
+                sites = [s for s in self.sites_of(fn)
+                         if (s[0].file, s[0].name) not in dead and s[0] is not fn]
+                if not sites:
+                    dead[key] = "%s() has no live caller and its address is not taken" % fn.name
+                    changed = True
+                elif all(self._is_test_file(s[0].file) or (s[0].file, s[0].name) in testonly
+                         for s in sites):
+                    c = sites[0][0]
+                    testonly[key] = "%s() is called only from test code (%s() in %s)" % (
+                        fn.name, c.name, _short(c.file))
+                    changed = True
+            if not changed:
+                break
+        self.dead = dead
+        self.testonly = testonly
+        for callee in list(self.calls):
+            self.calls[callee] = [s for s in self.calls[callee]
+                                  if (s[0].file, s[0].name) not in dead]
+        self.constructors = self.find_constructors()
+        self.param_escapes()
+        self.private_params()
+
+    def params(self, fn):
+        """Parameter names of fn, in order (None where there is no name)."""
+        toks = self.src.toks[fn.file]
+        i = fn.body_start - 1
+        while i > 0 and not (toks[i].kind == "id" and toks[i].text == fn.name
+                             and toks[i + 1].text == "("):
+            i -= 1
+        if i <= 0:
+            return []
+        end = csrc.match_paren(toks, i + 1)
+        out = []
+        for a, b in _split(toks, i + 2, end):
+            name = None
+            for k in range(a, b - 2):
+                if toks[k].text == "(" and toks[k + 1].text == "*" and toks[k + 2].kind == "id":
+                    name = toks[k + 2].text
+                    break
+            if name is None:
+                j = b
+                for k in range(a, b):
+                    if toks[k].text == "[":
+                        j = k
+                        break
+                ids = [t for t in toks[a:j] if t.kind == "id"]
+                if len(ids) >= 2 and toks[j - 1].kind == "id":
+                    name = ids[-1].text
+            out.append(name)
+        return out
+
+    def _callee(self, caller, name):
+        """The target's definitions a call by name from caller may reach."""
+        c = [f for f in self.src.by_name.get(name, [])
+             if not f.static or f.file == caller.file or f.file.endswith(".h")]
+        return c
+
+    def _bare_uses(self, fn, name):
+        """How the variable `name` itself (not *name, name->f) is used in
+        fn: yields (kind, info) with kind 'assigned', 'stored', 'returned',
+        'arg' (callee, index) or 'other-arg'."""
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        for k in range(lo + 1, hi):
+            t = toks[k]
+            if t.kind != "id" or t.text != name:
+                continue
+            prev, nxt = toks[k - 1].text, toks[k + 1].text
+            if prev in (".", "->") or nxt in ("->", ".", "[", "("):
+                continue
+            if prev == "&":
+                yield ("stored", k)
+                continue
+            if nxt in ("=", "+=", "-=", "++", "--") or prev in ("++", "--"):
+                yield ("assigned", k)
+                continue
+            if prev == "=" and nxt in (";", ",", ")", "}"):
+                yield ("stored", k)
+                continue
+            if prev == "return":
+                yield ("returned", k)
+                continue
+            # the innermost enclosing call and whether `name` is a whole argument
+            depth = 0
+            j = k - 1
+            while j > lo:
+                x = toks[j].text
+                if x == ")":
+                    depth += 1
+                elif x == "(":
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif x in (";", "{", "}") and depth == 0:
+                    j = lo
+                    break
+                j -= 1
+            if j <= lo or toks[j - 1].kind != "id" or toks[j - 1].text in KEYWORDS:
+                continue
+            callee = toks[j - 1].text
+            if callee in self.P.lockfns:
+                continue
+            end = csrc.match_paren(toks, j)
+            for n, (a, b) in enumerate(_split(toks, j + 1, end)):
+                if a <= k < b:
+                    if b - a == 1:
+                        yield ("arg", (callee, n))
+                    else:
+                        yield ("other-arg", callee)
+
+    def param_escapes(self):
+        """(file, function, index) of parameters whose object may outlive
+        the call or reach other threads: stored, returned, or passed to code
+        outside the target (fixed point over the target's call graph)."""
+        keep = self.P.non_retaining
+        esc = set()
+        deps = {}
+        for key, fn in self.src.funcs.items():
+            for n, p in enumerate(self.params(fn)):
+                if not p:
+                    esc.add(key + (n,))
+                    continue
+                d = []
+                for kind, info in self._bare_uses(fn, p):
+                    if kind in ("stored", "returned"):
+                        esc.add(key + (n,))
+                    elif kind == "other-arg" and info not in keep:
+                        esc.add(key + (n,))
+                    elif kind == "arg":
+                        callee, m = info
+                        if callee in keep:
+                            continue
+                        targets = self._callee(fn, callee)
+                        if not targets or callee in self.addr_taken:
+                            esc.add(key + (n,))
+                        d += [(t.file, t.name, m) for t in targets]
+                deps[key + (n,)] = d
+        changed = True
+        while changed:
+            changed = False
+            for k, d in deps.items():
+                if k not in esc and any(x in esc for x in d):
+                    esc.add(k)
+                    changed = True
+        self.escaping = esc
+
+    def _arg_escapes(self, caller, callee, n):
+        keep = self.P.non_retaining
+        if callee in keep or callee in self.P.lockfns:
+            return False
+        targets = self._callee(caller, callee)
+        if not targets or callee in self.addr_taken:
+            return True
+        return any((t.file, t.name, n) in self.escaping for t in targets)
+
+    def _arg_private(self, caller, k, n):
+        """Why argument n of the call at toks[k] is an object private to
+        the caller, with the kind of its origin; or None."""
+        toks = self.src.toks[caller.file]
+        if k + 1 >= len(toks) or toks[k + 1].text != "(":
+            return None
+        args = _split(toks, k + 2, csrc.match_paren(toks, k + 1))
+        if n >= len(args):
+            return None
+        a, b = args[n]
+        priv = self._private_of(caller)
+        if b - a == 2 and toks[a].text == "&" and priv.get(toks[a + 1].text, ("",))[0] == \
+                "stack object":
+            return priv[toks[a + 1].text]
+        if b - a == 1 and toks[a].text in priv and priv[toks[a].text][0] != "stack object":
+            return priv[toks[a].text]
+        return None
+
+    def _private_of(self, fn):
+        """name -> (what, origin kind 'stack'/'alloc') for the objects private
+        to fn: its own (private_bases) and its private parameters."""
+        key = (fn.file, fn.name)
+        c = self._privcache.get(key)
+        if c is None:
+            c = {n: (w, "stack" if w == "stack object" else "alloc")
+                 for n, w in self.private_bases(fn).items()}
+            self._privcache[key] = c
+        out = dict(c)
+        out.update(self.priv_params.get(key, {}))
+        return out
+
+    def private_params(self):
+        """Parameters that only ever receive a private object: every call
+        site passes a stack object, a fresh allocation, an object a
+        constructor returned, or a private parameter of its own (fixed
+        point).  Such a parameter is as private as the caller's object."""
+        self._privcache = {}
+        self.priv_params = {}
+        for _ in range(20):
+            changed = False
+            for key, fn in self.src.funcs.items():
+                if fn.name in self.addr_taken or fn.name in self.macro_used or key in self.dead:
+                    continue
+                sites = self.sites_of(fn)
+                if not sites:
+                    continue
+                names = self.params(fn)
+                mine = self.priv_params.get(key, {})
+                for n, p in enumerate(names):
+                    if not p or p in mine:
+                        continue
+                    if any(kind == "assigned" for kind, _ in self._bare_uses(fn, p)):
+                        continue
+                    why = []
+                    for (caller, st, k) in sites:
+                        r = self._arg_private(caller, k, n)
+                        if r is None:
+                            break
+                        why.append((caller, k, r))
+                    else:
+                        caller, k, r = why[0]
+                        self.priv_params.setdefault(key, {})[p] = (
+                            "a parameter every caller passes its own private object "
+                            "(%d call%s, e.g. %s() at %s:%d)" % (
+                                len(why), "s" if len(why) > 1 else "", caller.name,
+                                _short(caller.file), self.src.toks[caller.file][k].line), r[1])
+                        mine = self.priv_params[key]
+                        changed = True
+            if not changed:
+                break
+
+    def entry_locks(self):
+        """Locks held at entry: annotations, and held by every caller (fixed point)."""
+        addr_taken = self.addr_taken
         annot = {}
         for key, fn in self.src.funcs.items():
             held = {}
@@ -293,12 +603,9 @@ class Analysis:
         for _ in range(30):
             changed = False
             for key, fn in self.src.funcs.items():
-                if fn.name in addr_taken:
+                if fn.name in addr_taken or fn.name in self.macro_used:
                     continue
-                sites = self.calls.get(fn.name, [])
-                # static functions are called from their own file only
-                if fn.static:
-                    sites = [s for s in sites if s[0].file == fn.file]
+                sites = self.sites_of(fn)
                 if not sites:
                     continue
                 # a call passing an object private to the caller (a stack
@@ -329,21 +636,16 @@ class Analysis:
         self.entry = entry
 
     def _passes_private(self, caller, k):
+        """The call at toks[k] hands the callee an object that lives on the
+        caller's stack (directly, or through the caller's private
+        parameters): it says nothing about the locks of shared objects."""
         toks = self.src.toks[caller.file]
         if k + 1 >= len(toks) or toks[k + 1].text != "(":
             return False
-        if not hasattr(self, "_priv_calls"):
-            self._priv_calls = {}
-        key = (caller.file, caller.name)
-        if key not in self._priv_calls:
-            self._priv_calls[key] = self.private_bases(caller, stack_only=True)
-        priv = self._priv_calls[key]
-        if not priv:
-            return False
         end = csrc.match_paren(toks, k + 1)
-        for a, b in _split(toks, k + 2, end):
-            ids = [t.text for t in toks[a:b] if t.kind == "id"]
-            if ids and ids[0] in priv and (toks[a].text == "&" or b - a == 1):
+        for n in range(len(_split(toks, k + 2, end))):
+            r = self._arg_private(caller, k, n)
+            if r is not None and r[1] == "stack":
                 return True
         return False
 
@@ -387,11 +689,9 @@ class Analysis:
         for _ in range(20):
             changed = False
             for key, fn in self.src.funcs.items():
-                if key in life or fn.name in self.addr_taken:
+                if key in life or fn.name in self.addr_taken or fn.name in self.macro_used:
                     continue
-                sites = self.calls.get(fn.name, [])
-                if fn.static:
-                    sites = [s for s in sites if s[0].file == fn.file]
+                sites = self.sites_of(fn)
                 if sites and all((s[0].file, s[0].name) in life for s in sites):
                     life.add(key)
                     changed = True
@@ -450,18 +750,60 @@ class Analysis:
             if t.text in self.P.freers and k + 2 < hi and toks[k + 1].text == "(" and \
                     toks[k + 2].kind == "id" and toks[k + 3].text == ")":
                 priv.setdefault(toks[k + 2].text, "freed here by %s()" % t.text)
-        # a stack object whose address escapes (&obj passed to a callback,
-        # stored in a shared struct) is not private any more
+        # a stack object whose address escapes (&obj stored, passed to a
+        # callback or to code that keeps it) is not private any more; nor
+        # is one linked into a shared list or tree (&obj.node published)
         for k in range(lo, hi - 2):
             if toks[k].text == "&" and toks[k + 1].text in priv and \
-                    priv[toks[k + 1].text] == "stack object" and \
-                    toks[k + 2].text not in (".", "->", "["):
-                priv.pop(toks[k + 1].text)
+                    priv[toks[k + 1].text] == "stack object":
+                if toks[k + 2].text not in (".", "->", "["):
+                    if self._addr_escapes(fn, k):
+                        priv.pop(toks[k + 1].text)
+                elif toks[k + 2].text == "." and self._call_of(toks, k, lo) in self.P.publishers:
+                    priv.pop(toks[k + 1].text)
         return priv
+
+    def _call_of(self, toks, k, lo):
+        """Name of the call whose argument list directly holds toks[k]."""
+        depth = 0
+        j = k - 1
+        while j > lo:
+            x = toks[j].text
+            if x == ")":
+                depth += 1
+            elif x == "(":
+                if depth == 0:
+                    return toks[j - 1].text if toks[j - 1].kind == "id" else None
+                depth -= 1
+            elif x in (";", "{", "}") and depth == 0:
+                return None
+            j -= 1
+        return None
+
+    def _addr_escapes(self, fn, k):
+        """&obj at toks[k]: does the address leave fn?  Not when it is a
+        whole argument of a call that does not keep it."""
+        toks = self.src.toks[fn.file]
+        if not hasattr(self, "escaping"):
+            return True
+        callee = self._call_of(toks, k, fn.body_start)
+        if callee is None or callee in KEYWORDS:
+            return True
+        j = k - 1
+        depth = 0
+        while toks[j].text != "(" or depth:
+            if toks[j].text == ")":
+                depth += 1
+            elif toks[j].text == "(":
+                depth -= 1
+            j -= 1
+        for n, (a, b) in enumerate(_split(toks, j + 1, csrc.match_paren(toks, j))):
+            if a == k:
+                return b - a != 2 or self._arg_escapes(fn, callee, n)
+        return True
 
     def apply_exclusions(self):
         life = self.lifecycle_functions()
-        self.constructors = self.find_constructors()
         exc = {}
         file_exc = {}
         for e in self.P.exceptions:
@@ -525,12 +867,55 @@ class Analysis:
                     " (only called from init/teardown functions)"))
                 continue
             key = (a.file, a.fn)
-            if key not in priv_cache:
-                priv_cache[key] = self.private_bases(a.func)
-            root = _root(a.base)
-            if root in priv_cache[key]:
-                a.exclusion = ("private", "'%s' is %s" % (root, priv_cache[key][root]))
+            if key in self.dead:
+                a.exclusion = ("dead-code", self.dead[key])
                 continue
+            if a.line in self.dead_lines.get(a.file, ()):
+                a.exclusion = ("dead-code", "inside a preprocessor block that is never compiled")
+                continue
+            if key in self.testonly and not a.test:
+                a.exclusion = ("test-only", self.testonly[key])
+                continue
+            if key not in priv_cache:
+                priv_cache[key] = self._private_of(a.func)
+            root = self._private_root(a, priv_cache[key])
+            if root is not None:
+                a.exclusion = ("private", "'%s' is %s" % (root, priv_cache[key][root][0]))
+                continue
+
+    def _private_root(self, a, priv):
+        """The private object a's base lies inside: the root itself
+        (p->f, x.f, arr[i].f) or structs embedded in it (p->emb.f), not
+        objects it points to (p->ptr->f)."""
+        root = _root(a.base)
+        if root not in priv:
+            return None
+        toks = csrc.tokenize(a.base)
+        while toks and toks[0].text in ("(", "*", "&"):
+            toks = toks[1:]
+        parts = [[]]
+        depth = 0
+        for t in toks:
+            if t.text in "([":
+                depth += 1
+            elif t.text in ")]":
+                depth -= 1
+            if depth == 0 and t.text in ("->", "."):
+                parts.append([])
+                continue
+            parts[-1].append(t)
+        head = [t.text for t in parts[0]]
+        if head[:1] != [root] or (len(head) > 1 and head[1] != "["):
+            return None
+        st = self._decl_types(a.func).get(root)
+        for p in parts[1:]:
+            if len(p) != 1 or st is None:
+                return None
+            m = self.src.member(st, p[0].text)
+            if m is None or m.pointer or m.array:
+                return None
+            st = csrc.struct_name(m.type)
+        return root
 
     def _bitop(self, a):
         for c in reversed(a.ctx):
@@ -680,6 +1065,12 @@ class Analysis:
         elif lk and not unlocked_r and len(locked_w) == len(writes) and not wait_reads \
                 and not [m for m in marked if lk not in m.held and lk + ":r" not in m.held]:
             info["class"] = "always-locked"
+        elif lk and len(locked_w) == len(writes) and not wait_reads and \
+                all(self._is_diag_read(r) for r in unlocked_r) and \
+                not [m for m in marked if lk not in m.held and lk + ":r" not in m.held]:
+            # lock protection with lockless diagnostic access only
+            info["class"] = "diagnostic-only"
+            info["diag_site"] = "%s() at %s" % (unlocked_r[0].fn, unlocked_r[0].where())
         elif lk:
             info["class"] = "lock-protected"
         elif atomics and reads:
@@ -729,6 +1120,13 @@ class Analysis:
                 a.reason = "%s is not written outside initialisation" % name
             else:
                 a.reason = "no access to %s holds a lock and nothing shows it is shared" % name
+            return
+        if cls == "diagnostic-only" and (a.kind in ("write", "rmw") or
+                                         not self._is_diag_read(a)):
+            a.action, a.rule = "none", "diagnostic-only"
+            a.reason = "every write of %s holds %s; it is read without it only for " \
+                "diagnostics (%s, data_race()): plain accesses under the lock " \
+                "are fine" % (name, lk, info["diag_site"])
             return
         if cls == "handler":
             h = info["handler"]
@@ -817,6 +1215,9 @@ class Analysis:
         else:
             a.reason = "%s: %s; read without a lock here" % (name, ev)
 
+    def _is_diag_read(self, a):
+        return any(self.P.is_diag(c) for c in a.ctx)
+
     def _unlocked_read_before(self, a, lk):
         for b in self._fn_field_reads(a):
             if b.tok is not None and a.tok is not None and b.tok < a.tok and \
@@ -854,6 +1255,7 @@ class Analysis:
     def run(self):
         self.build_accesses()
         self.run_flow()
+        self.call_graph()
         self.entry_locks()
         self.attach_held()
         self.apply_exclusions()

@@ -18,7 +18,8 @@ SCHEMA = {
     "owners": list, "handlers": list, "contexts": list, "exceptions": list,
     "atomic_bitops": list, "wait_macros": list, "context_depth": int,
     "policies": list, "rules": list, "subsystem": str, "_comment": str,
-    "scalar_typedefs": list, "test_dirs": list,
+    "scalar_typedefs": list, "test_dirs": list, "non_retaining_functions": list,
+    "publish_functions": list,
 }
 
 
@@ -42,6 +43,8 @@ class Policies:
         self.rules = {}
         self.scalar_typedefs = set()
         self.test_dirs = []
+        self.non_retaining = set()
+        self.publishers = set()
         self.files = []
 
     def is_lifecycle(self, fn):
@@ -135,6 +138,8 @@ def load(pdir=None, subsystem="btrfs"):
             P.rules[r["id"]] = r
         P.scalar_typedefs.update(d.get("scalar_typedefs", []))
         P.test_dirs += d.get("test_dirs", [])
+        P.non_retaining.update(d.get("non_retaining_functions", []))
+        P.publishers.update(d.get("publish_functions", []))
     return P
 
 
