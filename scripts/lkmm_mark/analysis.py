@@ -701,7 +701,8 @@ class Analysis:
 
     def find_constructors(self):
         """Functions returning an object they allocated: 'x = kzalloc(); ...
-        return x;' (and constructors of constructors)."""
+        return x;' (and constructors of constructors), or that they
+        unlinked from its tree: 'rb_erase(&x->node, root); ... return x;'."""
         cons = set()
         for _ in range(5):
             new = set(cons)
@@ -716,6 +717,21 @@ class Analysis:
                             and (toks[k + 2].text in self.P.allocators or
                                  toks[k + 2].text in cons):
                         alloc.add(t.text)
+                # an object unlinked from the tree that indexed it (under
+                # the tree's lock) and handed to the caller: the caller owns it
+                entry_of = collections.defaultdict(set)   # node var -> x = rb_entry(node, ..)
+                for k in range(fn.body_start, fn.body_end - 4):
+                    if toks[k].kind == "id" and toks[k + 1].text == "=" and \
+                            toks[k + 2].text in ("rb_entry", "container_of") and \
+                            toks[k + 3].text == "(" and toks[k + 4].kind == "id":
+                        entry_of[toks[k + 4].text].add(toks[k].text)
+                for k in range(fn.body_start, fn.body_end - 4):
+                    if toks[k].text in self.P.unlinkers and toks[k + 1].text == "(":
+                        if toks[k + 2].text == "&" and toks[k + 3].kind == "id" and \
+                                toks[k + 4].text == "->":
+                            alloc.add(toks[k + 3].text)
+                        elif toks[k + 2].kind == "id" and toks[k + 3].text == ",":
+                            alloc.update(entry_of.get(toks[k + 2].text, ()))
                 rets = [toks[k + 1].text for k in range(fn.body_start, fn.body_end - 2)
                         if toks[k].text == "return" and toks[k + 2].text == ";"]
                 direct = any(toks[k].text == "return" and (toks[k + 1].text in self.P.allocators
@@ -746,7 +762,10 @@ class Analysis:
             if t.kind == "id" and k + 3 < hi and toks[k + 1].text == "=" and \
                     toks[k + 3].text == "(" and (toks[k + 2].text in self.P.allocators or
                                                  toks[k + 2].text in self.constructors):
-                priv.setdefault(t.text, "allocated here by %s()" % toks[k + 2].text)
+                priv.setdefault(t.text, "allocated here by %s()" % toks[k + 2].text
+                                if toks[k + 2].text in self.P.allocators else
+                                "returned by %s(), which allocates it or unlinks it from "
+                                "its tree" % toks[k + 2].text)
             if t.text in self.P.freers and k + 2 < hi and toks[k + 1].text == "(" and \
                     toks[k + 2].kind == "id" and toks[k + 3].text == ")":
                 priv.setdefault(toks[k + 2].text, "freed here by %s()" % t.text)
@@ -1024,7 +1043,14 @@ class Analysis:
                 cnt[lk] += 1
                 first.setdefault(lk, w)
         if cnt:
-            lk, n = max(sorted(cnt.items()), key=lambda x: x[1])
+            n = max(cnt.values())
+            # among the locks held by the most writes, the one the most
+            # reads hold explains the most accesses
+            rcnt = collections.Counter()
+            for r in reads:
+                for h in r.held:
+                    rcnt[h[:-2] if h.endswith(":r") else h] += 1
+            lk = max(sorted(k for k, v in cnt.items() if v == n), key=lambda k: rcnt[k])
         # LockDoc-style: a lock protects the field when it is held by at
         # least half of its writes; below that it is not the field's lock.
         if cnt and 2 * n >= len(writes):

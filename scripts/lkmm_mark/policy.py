@@ -19,7 +19,7 @@ SCHEMA = {
     "atomic_bitops": list, "wait_macros": list, "context_depth": int,
     "policies": list, "rules": list, "subsystem": str, "_comment": str,
     "scalar_typedefs": list, "test_dirs": list, "non_retaining_functions": list,
-    "publish_functions": list,
+    "publish_functions": list, "unlink_functions": list,
 }
 
 
@@ -45,6 +45,7 @@ class Policies:
         self.test_dirs = []
         self.non_retaining = set()
         self.publishers = set()
+        self.unlinkers = set()
         self.files = []
 
     def is_lifecycle(self, fn):
@@ -140,6 +141,7 @@ def load(pdir=None, subsystem="btrfs"):
         P.test_dirs += d.get("test_dirs", [])
         P.non_retaining.update(d.get("non_retaining_functions", []))
         P.publishers.update(d.get("publish_functions", []))
+        P.unlinkers.update(d.get("unlink_functions", []))
     return P
 
 
