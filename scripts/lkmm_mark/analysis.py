@@ -475,6 +475,13 @@ class Analysis:
                     esc.add(key + (n,))
                     continue
                 d = []
+                toks = self.src.toks[fn.file]
+                for k in range(fn.body_start, fn.body_end - 2):
+                    # &p->node linked into a shared list or tree
+                    if toks[k].text == "&" and toks[k + 1].text == p and \
+                            toks[k + 2].text in ("->", ".") and \
+                            self._published(toks, k, fn.body_start):
+                        esc.add(key + (n,))
                 for kind, info in self._bare_uses(fn, p):
                     if kind in ("stored", "returned"):
                         esc.add(key + (n,))
@@ -778,12 +785,18 @@ class Analysis:
                 if toks[k + 2].text not in (".", "->", "["):
                     if self._addr_escapes(fn, k):
                         priv.pop(toks[k + 1].text)
-                elif toks[k + 2].text == "." and self._call_of(toks, k, lo) in self.P.publishers:
+                elif toks[k + 2].text == "." and self._published(toks, k, lo):
                     priv.pop(toks[k + 1].text)
         return priv
 
     def _call_of(self, toks, k, lo):
         """Name of the call whose argument list directly holds toks[k]."""
+        c = self._call_arg(toks, k, lo)
+        return c[0] if c else None
+
+    def _call_arg(self, toks, k, lo):
+        """(callee, argument index) of the call whose argument list directly
+        holds toks[k], or None."""
         depth = 0
         j = k - 1
         while j > lo:
@@ -792,12 +805,23 @@ class Analysis:
                 depth += 1
             elif x == "(":
                 if depth == 0:
-                    return toks[j - 1].text if toks[j - 1].kind == "id" else None
+                    if toks[j - 1].kind != "id":
+                        return None
+                    for n, (a, b) in enumerate(_split(toks, j + 1, csrc.match_paren(toks, j))):
+                        if a <= k < b:
+                            return (toks[j - 1].text, n)
+                    return None
                 depth -= 1
             elif x in (";", "{", "}") and depth == 0:
                 return None
             j -= 1
         return None
+
+    def _published(self, toks, k, lo):
+        """&x.node / &x->node at toks[k] is the object a list/tree insertion
+        links in."""
+        c = self._call_arg(toks, k, lo)
+        return c is not None and self.P.publishers.get(c[0], -1) == c[1]
 
     def _addr_escapes(self, fn, k):
         """&obj at toks[k]: does the address leave fn?  Not when it is a

@@ -44,7 +44,7 @@ class Policies:
         self.scalar_typedefs = set()
         self.test_dirs = []
         self.non_retaining = set()
-        self.publishers = set()
+        self.publishers = {}       # function -> index of the argument it links in
         self.unlinkers = set()
         self.files = []
 
@@ -140,7 +140,9 @@ def load(pdir=None, subsystem="btrfs"):
         P.scalar_typedefs.update(d.get("scalar_typedefs", []))
         P.test_dirs += d.get("test_dirs", [])
         P.non_retaining.update(d.get("non_retaining_functions", []))
-        P.publishers.update(d.get("publish_functions", []))
+        for b in d.get("publish_functions", []):
+            _need(f, b, ("name", "arg"), "publish_functions")
+            P.publishers[b["name"]] = b["arg"]
         P.unlinkers.update(d.get("unlink_functions", []))
     return P
 
