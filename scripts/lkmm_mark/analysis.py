@@ -524,6 +524,8 @@ class Analysis:
         if n >= len(args):
             return None
         a, b = args[n]
+        if b - a == 1 and toks[a].text == "NULL":
+            return ("no object (NULL)", "alloc")
         priv = self._private_of(caller)
         if b - a == 2 and toks[a].text == "&" and priv.get(toks[a + 1].text, ("",))[0] == \
                 "stack object":
@@ -698,7 +700,8 @@ class Analysis:
             for key, fn in self.src.funcs.items():
                 if key in life or fn.name in self.addr_taken or fn.name in self.macro_used:
                     continue
-                sites = self.sites_of(fn)
+                # recursive calls do not count: the outermost call decides
+                sites = [s for s in self.sites_of(fn) if s[0] is not fn]
                 if sites and all((s[0].file, s[0].name) in life for s in sites):
                     life.add(key)
                     changed = True
