@@ -294,11 +294,40 @@ class Analysis:
         Calls from dead code are dropped from the call graph."""
         src = self.src
         addr_taken = set()
+        # a callback handed to a synchronous helper (list_sort(), bsearch(),
+        # rb_find()...) runs inside that call: the call is its call site
+        sync = collections.defaultdict(list)
+        not_sync = set()
+        state_at = {}
+        for key, res in self.flows.items():
+            for (k, name, st) in res.calls:
+                state_at[(key[0], k)] = st
+        fns_of = collections.defaultdict(list)
+        for fn in src.funcs.values():
+            fns_of[fn.file].append(fn)
         for f, toks in src.toks.items():
             for i, t in enumerate(toks):
                 if t.kind == "id" and t.text in src.by_name and \
                         not (i + 1 < len(toks) and toks[i + 1].text == "("):
                     addr_taken.add(t.text)
+                    owner = [fn for fn in fns_of[f] if fn.body_start < i < fn.body_end]
+                    c = self._call_arg(toks, i, owner[0].body_start) if owner else None
+                    if c and c[0] in self.P.sync_callers and toks[i - 1].text in (",", "(") \
+                            and toks[i + 1].text in (",", ")"):
+                        j = i - 1
+                        depth = 0
+                        while j > owner[0].body_start and (toks[j].text != "(" or depth):
+                            depth += {")": 1, "(": -1}.get(toks[j].text, 0)
+                            j -= 1
+                        st = state_at.get((f, j - 1))
+                        if st is not None:
+                            sync[t.text].append((owner[0], st, j - 1))
+                            continue
+                    not_sync.add(t.text)
+        for name, sites in sync.items():
+            if name not in not_sync:
+                addr_taken.discard(name)
+                self.calls[name] = self.calls.get(name, []) + sites
         self.addr_taken = addr_taken
         macro_used = set()
         pasted = set()

@@ -19,7 +19,7 @@ SCHEMA = {
     "atomic_bitops": list, "wait_macros": list, "context_depth": int,
     "policies": list, "rules": list, "subsystem": str, "_comment": str,
     "scalar_typedefs": list, "test_dirs": list, "non_retaining_functions": list,
-    "publish_functions": list, "unlink_functions": list,
+    "publish_functions": list, "unlink_functions": list, "sync_callers": list,
 }
 
 
@@ -46,6 +46,7 @@ class Policies:
         self.non_retaining = set()
         self.publishers = {}       # function -> index of the argument it links in
         self.unlinkers = set()
+        self.sync_callers = set()
         self.files = []
 
     def is_lifecycle(self, fn):
@@ -144,6 +145,7 @@ def load(pdir=None, subsystem="btrfs"):
             _need(f, b, ("name", "arg"), "publish_functions")
             P.publishers[b["name"]] = b["arg"]
         P.unlinkers.update(d.get("unlink_functions", []))
+        P.sync_callers.update(d.get("sync_callers", []))
     return P
 
 
