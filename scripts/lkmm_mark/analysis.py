@@ -338,13 +338,32 @@ class Analysis:
                 for t in csrc.tokenize(body.replace("#", " ")):
                     if t.kind == "id" and t.text in src.by_name:
                         macro_used.add(t.text)
-                # token pasting (prefix_##name, name##_suffix): any function
-                # the pasted name may produce
-                for m in re.finditer(r"(\w*)\s*##\s*(\w*)", body):
-                    pasted.update(x for x in m.groups() if len(x) >= 8)
+                # token pasting (prefix_##name, name##_suffix) in a call:
+                # any function the pasted name may produce.  A pasted name
+                # after a type (a definition the macro generates) is not a
+                # call.
+                bt = csrc.tokenize(body.replace("##", " @ "))
+                for i, t in enumerate(bt):
+                    if t.text != "@" or i == 0 or i + 1 >= len(bt):
+                        continue
+                    j = i - 1
+                    while j > 0 and bt[j - 1].text == "@":
+                        j -= 2
+                    before = bt[j - 1] if j > 0 else None
+                    if before is not None and (before.text == "*" or (
+                            before.kind == "id" and before.text not in KEYWORDS)):
+                        continue
+                    if bt[i - 1].kind == "id" and len(bt[i - 1].text) >= 8:
+                        pasted.add(("prefix", bt[i - 1].text))
+                    if bt[i + 1].kind == "id" and len(bt[i + 1].text) >= 8:
+                        pasted.add(("suffix", bt[i + 1].text))
+        # the pasted-in part is one macro argument: a word without '_'
         for name in src.by_name:
-            if any(name.startswith(x) or name.endswith(x) for x in pasted):
-                macro_used.add(name)
+            for kind, x in pasted:
+                rest = name[len(x):] if kind == "prefix" and name.startswith(x) else \
+                    name[:-len(x)] if kind == "suffix" and name.endswith(x) else None
+                if rest and "_" not in rest:
+                    macro_used.add(name)
         self.macro_used = macro_used
         calls = collections.defaultdict(list)
         for callee, sites in self.calls.items():
