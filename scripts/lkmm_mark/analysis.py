@@ -305,12 +305,31 @@ class Analysis:
         fns_of = collections.defaultdict(list)
         for fn in src.funcs.values():
             fns_of[fn.file].append(fn)
+        # a local variable or a member with a function's name is not the
+        # function ('u64 entry_end = ...' next to static entry_end())
+        local = {}
+        for fn in src.funcs.values():
+            toks = src.toks[fn.file]
+            names = set()
+            for i in range(fn.body_start + 1, fn.body_end):
+                t = toks[i]
+                if t.kind == "id" and t.text in src.by_name and \
+                        (toks[i - 1].kind == "id" and toks[i - 1].text not in KEYWORDS or
+                         toks[i - 1].text == "*") and toks[i + 1].text in (";", "=", ",", "["):
+                    names.add(t.text)
+            if names:
+                local[(fn.file, fn.body_start, fn.body_end)] = names
         for f, toks in src.toks.items():
             for i, t in enumerate(toks):
                 if t.kind == "id" and t.text in src.by_name and \
                         not (i + 1 < len(toks) and toks[i + 1].text == "("):
-                    addr_taken.add(t.text)
+                    if i > 0 and toks[i - 1].text in (".", "->"):
+                        continue
                     owner = [fn for fn in fns_of[f] if fn.body_start < i < fn.body_end]
+                    if owner and t.text in local.get((f, owner[0].body_start,
+                                                      owner[0].body_end), ()):
+                        continue
+                    addr_taken.add(t.text)
                     c = self._call_arg(toks, i, owner[0].body_start) if owner else None
                     if c and c[0] in self.P.sync_callers and toks[i - 1].text in (",", "(") \
                             and toks[i + 1].text in (",", ")"):
