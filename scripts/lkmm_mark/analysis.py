@@ -1152,9 +1152,16 @@ class Analysis:
             info["share"] = (n, len(writes))
             info["lock_site"] = first[lk]
         lk = info["lock"]
+        # locks every write holds: a read holding any of them cannot race
+        # with a write, whichever lock is the field's main one
+        wl = None
+        for w in writes:
+            h = {x for x in w.held if not x.endswith(":r") and not x.startswith("?")}
+            wl = h if wl is None else wl & h
+        info["write_locks"] = sorted(wl or ())
 
         def holds(a):
-            return lk is not None and (lk in a.held or lk + ":r" in a.held)
+            return lk is not None and _holds_any(a, [lk] + info["write_locks"])
 
         locked_r = [r for r in reads if holds(r)]
         if lk and not locked_r and not lk.startswith(name.split(".")[0] + "."):
@@ -1270,7 +1277,8 @@ class Analysis:
                     name, ", ".join(h["functions"]), h["reason"])
             return
         held = a.held
-        holds = lk is not None and (lk in held or lk + ":r" in held)
+        locks = ([lk] + info.get("write_locks", [])) if lk else []
+        holds = lk is not None and _holds_any(a, locks)
         holds_x = lk is not None and lk in held
         share = info.get("share")
         lsite = info.get("lock_site")
@@ -1287,7 +1295,7 @@ class Analysis:
             a.action = "WRITE_ONCE"
             if holds_x:
                 a.rule = "locked-write"
-                other = self._first_unlocked_read(name, lk)
+                other = self._first_unlocked_read(name, locks)
                 if other is None:
                     m = [m for m in info["marked"] if lk not in m.held]
                     other = ("%s() at %s" % (m[0].fn, m[0].where())) if m else None
@@ -1312,15 +1320,19 @@ class Analysis:
             return
         if holds:
             # mixed within this function: an unlocked read before the lock
-            if self._unlocked_read_before(a, lk):
+            if self._unlocked_read_before(a, locks):
                 a.action, a.rule = "READ_ONCE", "refetch-after-lock"
                 a.reason = "%s is read without %s earlier in %s() and re-read under it here" % (
                     name, lk, a.fn)
             else:
                 a.action, a.rule = "none", "locked-read"
-                a.reason = "read under %s, which every write of %s holds" % (lk, name) \
-                    if share and share[0] == share[1] else \
-                    "read under %s (%d of %d writes hold it)" % (lk, share[0], share[1])
+                if not _holds_any(a, [lk]):
+                    w = [x for x in info["write_locks"] if _holds_any(a, [x])][0]
+                    a.reason = "read under %s, which every write of %s holds" % (w, name)
+                else:
+                    a.reason = "read under %s, which every write of %s holds" % (lk, name) \
+                        if share and share[0] == share[1] else \
+                        "read under %s (%d of %d writes hold it)" % (lk, share[0], share[1])
             return
         diag = [c for c in a.ctx if self.P.is_diag(c)]
         if diag:
@@ -1338,10 +1350,10 @@ class Analysis:
     def _is_diag_read(self, a):
         return any(self.P.is_diag(c) for c in a.ctx)
 
-    def _unlocked_read_before(self, a, lk):
+    def _unlocked_read_before(self, a, locks):
         for b in self._fn_field_reads(a):
             if b.tok is not None and a.tok is not None and b.tok < a.tok and \
-                    lk not in b.held and lk + ":r" not in b.held:
+                    not _holds_any(b, locks):
                 return True
         return False
 
@@ -1355,8 +1367,9 @@ class Analysis:
             self._ffr = idx
         return idx[(a.file, a.fn, a.struct, a.field)]
 
-    def _first_unlocked_read(self, name, lk):
-        """'f() at x.c:N' for the first read of name without lk, or None."""
+    def _first_unlocked_read(self, name, locks):
+        """'f() at x.c:N' for the first read of name holding none of locks,
+        or None."""
         idx = getattr(self, "_fur", None)
         if idx is None:
             idx = {}
@@ -1368,7 +1381,7 @@ class Analysis:
                     idx[k].append(b)
             self._fur = idx
         for b in idx.get(name, []):
-            if lk not in b.held and lk + ":r" not in b.held:
+            if not _holds_any(b, locks):
                 return "%s() at %s" % (b.fn, b.where())
         return None
 
@@ -1381,6 +1394,10 @@ class Analysis:
         self.apply_exclusions()
         self.infer()
         return self
+
+
+def _holds_any(a, locks):
+    return any(lk in a.held or lk + ":r" in a.held for lk in locks)
 
 
 def _root(base):
