@@ -55,6 +55,41 @@ class BtrfsTests(unittest.TestCase):
             self.assertEqual(s["action"], "none", s)
             self.assertEqual(s["rule"], "lifecycle", s)
 
+    def test_dead_and_test_only_code_not_flagged(self):
+        """Hand review 2026-12-02 #20/#40 and #6: code that is never compiled
+        (SCRAMBLE_DELAYED_REFS is #undef'd in extent-tree.c), a function with
+        no caller (btrfs_cond_migrate_bytes()) and one only the self-tests
+        call (btrfs_verify_qgroup_counts()) are neither races nor evidence."""
+        sites = plan_of(self.tree)["sites"]
+        rules = {}
+        for s in sites:
+            if s["function"] in ("btrfs_cond_migrate_bytes", "btrfs_verify_qgroup_counts") \
+                    and s["rule"] != "not-markable":
+                rules.setdefault(s["function"], set()).add(s["rule"])
+        self.assertEqual(rules.get("btrfs_cond_migrate_bytes"), {"dead-code"})
+        # the self-tests run from module init, so the verifier they call is
+        # test-only or, through init_btrfs_fs(), lifecycle: either way not evidence
+        self.assertTrue(rules.get("btrfs_verify_qgroup_counts"))
+        self.assertLessEqual(rules["btrfs_verify_qgroup_counts"], {"test-only", "lifecycle"})
+        scramble = [s for s in sites if s["file"].endswith("extent-tree.c")
+                    and s["function"] == "btrfs_run_delayed_refs"
+                    and s["field"] == "run_delayed_start"]
+        self.assertTrue(scramble)
+        for s in scramble:
+            self.assertEqual(s["rule"], "dead-code", s)
+
+    def test_private_by_argument(self):
+        """Hand review 2026-12-02 #15/#21/#44: the backref iterator allocated
+        by build_backref_tree() and the fresh extent map filled by
+        btrfs_extent_item_to_extent_map() are private to their helpers."""
+        sites = plan_of(self.tree)["sites"]
+        for fn, st in (("btrfs_backref_iter_start", "btrfs_backref_iter"),
+                       ("btrfs_extent_item_to_extent_map", "extent_map")):
+            got = [s for s in sites if s["function"] == fn and s["struct"] == st]
+            self.assertTrue(got, fn)
+            for s in got:
+                self.assertEqual(s["action"], "none", s)
+
     def test_not_analysed_listed(self):
         na = plan_of(self.tree)["not_analysed"]
         names = {x["function"] for x in na}

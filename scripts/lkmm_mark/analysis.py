@@ -7,6 +7,7 @@ policies/policies.json and a reason citing the evidence.
 """
 import collections
 import os
+import re
 
 from . import csrc
 from .locks import LockFlow, State, How, call_context, KEYWORDS
@@ -47,6 +48,7 @@ class Source:
 
     def __init__(self, tree, files):
         self.toks = {}
+        self.text = {}
         self.funcs = {}          # (file, name) -> Function
         self.by_name = collections.defaultdict(list)
         self.structs = {}
@@ -55,10 +57,19 @@ class Source:
         self.pos = {}            # file -> {(line, col): token index}
         for f in files:
             with open(os.path.join(tree, f), errors="replace") as fh:
-                toks = csrc.tokenize(fh.read())
+                text = fh.read()
+            toks = csrc.tokenize(text)
+            self.text[f] = text
             self.toks[f] = toks
             self.pos[f] = {(t.line, t.col): i for i, t in enumerate(toks)}
             for fn in csrc.find_functions(toks, f):
+                # '#ifdef X / f() {...} / #else / f() {} stub': keep the
+                # larger definition
+                old = self.funcs.get((f, fn.name))
+                if old is not None:
+                    if old.body_end - old.body_start >= fn.body_end - fn.body_start:
+                        continue
+                    self.by_name[fn.name].remove(old)
                 self.funcs[(f, fn.name)] = fn
                 self.by_name[fn.name].append(fn)
             csrc.parse_typedefs(toks, self.typedefs)
@@ -112,6 +123,7 @@ class Analysis:
             if (f, name) not in spatch_fns:
                 self.not_analysed.append((f, fn.line, name))
         tests = [self.target + "/" + d.strip("/") + "/" for d in (self.P.test_dirs or ["tests"])]
+        self.test_prefixes = tests
         for k, r in acc.items():
             a = Access()
             a.file, a.line, a.col, a.eline, a.ecol = (r["file"], r["line"], r["col"],
@@ -277,15 +289,389 @@ class Analysis:
             for (k, callee, st) in res.calls:
                 self.calls[callee].append((fn, st, k))
 
+    # ---------------------------------------------------------- call graph
+    def _is_test_file(self, f):
+        return any(f.startswith(t) for t in self.test_prefixes)
+
+    def sites_of(self, fn):
+        """Call sites of fn by name: a static function outside a header is
+        called from its own file only; a static inline in a header from
+        every file that includes it."""
+        sites = self.calls.get(fn.name, [])
+        if fn.static and not fn.file.endswith(".h"):
+            sites = [s for s in sites if s[0].file == fn.file]
+        return sites
+
+    def call_graph(self):
+        """Address-taken functions, functions named in macro bodies (their
+        callers are not visible), dead code (preprocessor-disabled blocks,
+        functions nothing live calls) and functions only test code calls.
+        Calls from dead code are dropped from the call graph."""
+        src = self.src
+        addr_taken = set()
+        # a callback handed to a synchronous helper (list_sort(), bsearch(),
+        # rb_find()...) runs inside that call: the call is its call site
+        sync = collections.defaultdict(list)
+        not_sync = set()
+        state_at = {}
+        for key, res in self.flows.items():
+            for (k, name, st) in res.calls:
+                state_at[(key[0], k)] = st
+        fns_of = collections.defaultdict(list)
+        for fn in src.funcs.values():
+            fns_of[fn.file].append(fn)
+        # a local variable or a member with a function's name is not the
+        # function ('u64 entry_end = ...' next to static entry_end())
+        local = {}
+        for fn in src.funcs.values():
+            toks = src.toks[fn.file]
+            names = set()
+            for i in range(fn.body_start + 1, fn.body_end):
+                t = toks[i]
+                if t.kind == "id" and t.text in src.by_name and \
+                        (toks[i - 1].kind == "id" and toks[i - 1].text not in KEYWORDS or
+                         toks[i - 1].text == "*") and toks[i + 1].text in (";", "=", ",", "["):
+                    names.add(t.text)
+            if names:
+                local[(fn.file, fn.body_start, fn.body_end)] = names
+        for f, toks in src.toks.items():
+            for i, t in enumerate(toks):
+                if t.kind == "id" and t.text in src.by_name and \
+                        not (i + 1 < len(toks) and toks[i + 1].text == "("):
+                    if i > 0 and toks[i - 1].text in (".", "->"):
+                        continue
+                    owner = [fn for fn in fns_of[f] if fn.body_start < i < fn.body_end]
+                    if owner and t.text in local.get((f, owner[0].body_start,
+                                                      owner[0].body_end), ()):
+                        continue
+                    addr_taken.add(t.text)
+                    c = self._call_arg(toks, i, owner[0].body_start) if owner else None
+                    if c and c[0] in self.P.sync_callers and toks[i - 1].text in (",", "(") \
+                            and toks[i + 1].text in (",", ")"):
+                        j = i - 1
+                        depth = 0
+                        while j > owner[0].body_start and (toks[j].text != "(" or depth):
+                            depth += {")": 1, "(": -1}.get(toks[j].text, 0)
+                            j -= 1
+                        st = state_at.get((f, j - 1))
+                        if st is not None:
+                            sync[t.text].append((owner[0], st, j - 1))
+                            continue
+                    not_sync.add(t.text)
+        for name, sites in sync.items():
+            if name not in not_sync:
+                addr_taken.discard(name)
+                self.calls[name] = self.calls.get(name, []) + sites
+        self.addr_taken = addr_taken
+        macro_used = set()
+        pasted = set()
+        self.dead_lines = {}
+        for f, text in src.text.items():
+            self.dead_lines[f] = csrc.disabled_lines(text)
+            for body in csrc.macro_bodies(text):
+                for t in csrc.tokenize(body.replace("#", " ")):
+                    if t.kind == "id" and t.text in src.by_name:
+                        macro_used.add(t.text)
+                # token pasting (prefix_##name, name##_suffix) in a call:
+                # any function the pasted name may produce.  A pasted name
+                # after a type (a definition the macro generates) is not a
+                # call.
+                bt = csrc.tokenize(body.replace("##", " @ "))
+                for i, t in enumerate(bt):
+                    if t.text != "@" or i == 0 or i + 1 >= len(bt):
+                        continue
+                    j = i - 1
+                    while j > 0 and bt[j - 1].text == "@":
+                        j -= 2
+                    before = bt[j - 1] if j > 0 else None
+                    if before is not None and (before.text == "*" or (
+                            before.kind == "id" and before.text not in KEYWORDS)):
+                        continue
+                    if bt[i - 1].kind == "id" and len(bt[i - 1].text) >= 8:
+                        pasted.add(("prefix", bt[i - 1].text))
+                    if bt[i + 1].kind == "id" and len(bt[i + 1].text) >= 8:
+                        pasted.add(("suffix", bt[i + 1].text))
+        # the pasted-in part is one macro argument: a word without '_'
+        for name in src.by_name:
+            for kind, x in pasted:
+                rest = name[len(x):] if kind == "prefix" and name.startswith(x) else \
+                    name[:-len(x)] if kind == "suffix" and name.endswith(x) else None
+                if rest and "_" not in rest:
+                    macro_used.add(name)
+        self.macro_used = macro_used
+        calls = collections.defaultdict(list)
+        for callee, sites in self.calls.items():
+            for s in sites:
+                if src.toks[s[0].file][s[2]].line not in self.dead_lines.get(s[0].file, ()):
+                    calls[callee].append(s)
+        self.calls = calls
+        # non-static functions named by the kernel's trace event headers
+        # are called from there
+        outside = set()
+        evdir = os.path.join(self.tree, "include", "trace", "events")
+        if os.path.isdir(evdir):
+            for name in sorted(os.listdir(evdir)):
+                if name.endswith(".h"):
+                    with open(os.path.join(evdir, name), errors="replace") as fh:
+                        outside.update(re.findall(r"\w+", fh.read()))
+        # a non-static function is internal API when a header of the target
+        # declares it; one no header declares is an entry point
+        declared = set()
+        for f, toks in src.toks.items():
+            if f.endswith(".h"):
+                declared.update(toks[i].text for i in range(len(toks) - 1)
+                                if toks[i].kind == "id" and toks[i + 1].text == "(")
+        dead = {}
+        for key, fn in src.funcs.items():
+            if fn.line in self.dead_lines.get(fn.file, ()):
+                dead[key] = "inside a preprocessor block that is never compiled"
+        testonly = {}
+        for _ in range(30):
+            changed = False
+            for key, fn in src.funcs.items():
+                if key in dead or key in testonly or fn.name in addr_taken or \
+                        fn.name in macro_used or self.P.is_lifecycle(fn.name) or \
+                        self._is_test_file(fn.file) or \
+                        (not fn.static and (fn.name in outside or fn.name not in declared)):
+                    continue
+                sites = [s for s in self.sites_of(fn)
+                         if (s[0].file, s[0].name) not in dead and s[0] is not fn]
+                if not sites:
+                    dead[key] = "%s() has no live caller and its address is not taken" % fn.name
+                    changed = True
+                elif all(self._is_test_file(s[0].file) or (s[0].file, s[0].name) in testonly
+                         for s in sites):
+                    c = sites[0][0]
+                    testonly[key] = "%s() is called only from test code (%s() in %s)" % (
+                        fn.name, c.name, _short(c.file))
+                    changed = True
+            if not changed:
+                break
+        self.dead = dead
+        self.testonly = testonly
+        for callee in list(self.calls):
+            self.calls[callee] = [s for s in self.calls[callee]
+                                  if (s[0].file, s[0].name) not in dead]
+        self.constructors = self.find_constructors()
+        self.param_escapes()
+        self.private_params()
+
+    def params(self, fn):
+        """Parameter names of fn, in order (None where there is no name)."""
+        toks = self.src.toks[fn.file]
+        i = fn.body_start - 1
+        while i > 0 and not (toks[i].kind == "id" and toks[i].text == fn.name
+                             and toks[i + 1].text == "("):
+            i -= 1
+        if i <= 0:
+            return []
+        end = csrc.match_paren(toks, i + 1)
+        out = []
+        for a, b in _split(toks, i + 2, end):
+            name = None
+            for k in range(a, b - 2):
+                if toks[k].text == "(" and toks[k + 1].text == "*" and toks[k + 2].kind == "id":
+                    name = toks[k + 2].text
+                    break
+            if name is None:
+                j = b
+                for k in range(a, b):
+                    if toks[k].text == "[":
+                        j = k
+                        break
+                ids = [t for t in toks[a:j] if t.kind == "id"]
+                if len(ids) >= 2 and toks[j - 1].kind == "id":
+                    name = ids[-1].text
+            out.append(name)
+        return out
+
+    def _callee(self, caller, name):
+        """The target's definitions a call by name from caller may reach."""
+        c = [f for f in self.src.by_name.get(name, [])
+             if not f.static or f.file == caller.file or f.file.endswith(".h")]
+        return c
+
+    def _bare_uses(self, fn, name):
+        """How the variable `name` itself (not *name, name->f) is used in
+        fn: yields (kind, info) with kind 'assigned', 'stored', 'returned',
+        'arg' (callee, index) or 'other-arg'."""
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        for k in range(lo + 1, hi):
+            t = toks[k]
+            if t.kind != "id" or t.text != name:
+                continue
+            prev, nxt = toks[k - 1].text, toks[k + 1].text
+            if prev in (".", "->") or nxt in ("->", ".", "[", "("):
+                continue
+            if prev == "&":
+                yield ("stored", k)
+                continue
+            if nxt in ("=", "+=", "-=", "++", "--") or prev in ("++", "--"):
+                yield ("assigned", k)
+                continue
+            if prev == "=" and nxt in (";", ",", ")", "}"):
+                yield ("stored", k)
+                continue
+            if prev == "return":
+                yield ("returned", k)
+                continue
+            # the innermost enclosing call and whether `name` is a whole argument
+            depth = 0
+            j = k - 1
+            while j > lo:
+                x = toks[j].text
+                if x == ")":
+                    depth += 1
+                elif x == "(":
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif x in (";", "{", "}") and depth == 0:
+                    j = lo
+                    break
+                j -= 1
+            if j <= lo or toks[j - 1].kind != "id" or toks[j - 1].text in KEYWORDS:
+                continue
+            callee = toks[j - 1].text
+            if callee in self.P.lockfns:
+                continue
+            end = csrc.match_paren(toks, j)
+            for n, (a, b) in enumerate(_split(toks, j + 1, end)):
+                if a <= k < b:
+                    if b - a == 1:
+                        yield ("arg", (callee, n))
+                    else:
+                        yield ("other-arg", callee)
+
+    def param_escapes(self):
+        """(file, function, index) of parameters whose object may outlive
+        the call or reach other threads: stored, returned, or passed to code
+        outside the target (fixed point over the target's call graph)."""
+        keep = self.P.non_retaining
+        esc = set()
+        deps = {}
+        for key, fn in self.src.funcs.items():
+            for n, p in enumerate(self.params(fn)):
+                if not p:
+                    esc.add(key + (n,))
+                    continue
+                d = []
+                toks = self.src.toks[fn.file]
+                for k in range(fn.body_start, fn.body_end - 2):
+                    # &p->node linked into a shared list or tree
+                    if toks[k].text == "&" and toks[k + 1].text == p and \
+                            toks[k + 2].text in ("->", ".") and \
+                            self._published(toks, k, fn.body_start):
+                        esc.add(key + (n,))
+                for kind, info in self._bare_uses(fn, p):
+                    if kind in ("stored", "returned"):
+                        esc.add(key + (n,))
+                    elif kind == "other-arg" and info not in keep:
+                        esc.add(key + (n,))
+                    elif kind == "arg":
+                        callee, m = info
+                        if callee in keep:
+                            continue
+                        targets = self._callee(fn, callee)
+                        if not targets or callee in self.addr_taken:
+                            esc.add(key + (n,))
+                        d += [(t.file, t.name, m) for t in targets]
+                deps[key + (n,)] = d
+        changed = True
+        while changed:
+            changed = False
+            for k, d in deps.items():
+                if k not in esc and any(x in esc for x in d):
+                    esc.add(k)
+                    changed = True
+        self.escaping = esc
+
+    def _arg_escapes(self, caller, callee, n):
+        keep = self.P.non_retaining
+        if callee in keep or callee in self.P.lockfns:
+            return False
+        targets = self._callee(caller, callee)
+        if not targets or callee in self.addr_taken:
+            return True
+        return any((t.file, t.name, n) in self.escaping for t in targets)
+
+    def _arg_private(self, caller, k, n):
+        """Why argument n of the call at toks[k] is an object private to
+        the caller, with the kind of its origin; or None."""
+        toks = self.src.toks[caller.file]
+        if k + 1 >= len(toks) or toks[k + 1].text != "(":
+            return None
+        args = _split(toks, k + 2, csrc.match_paren(toks, k + 1))
+        if n >= len(args):
+            return None
+        a, b = args[n]
+        if b - a == 1 and toks[a].text == "NULL":
+            return ("no object (NULL)", "alloc")
+        priv = self._private_of(caller)
+        if b - a == 2 and toks[a].text == "&" and priv.get(toks[a + 1].text, ("",))[0] == \
+                "stack object":
+            return priv[toks[a + 1].text]
+        if b - a == 1 and toks[a].text in priv and priv[toks[a].text][0] != "stack object":
+            return priv[toks[a].text]
+        return None
+
+    def _private_of(self, fn):
+        """name -> (what, origin kind 'stack'/'alloc') for the objects private
+        to fn: its own (private_bases) and its private parameters."""
+        key = (fn.file, fn.name)
+        c = self._privcache.get(key)
+        if c is None:
+            c = {n: (w, "stack" if w == "stack object" else "alloc")
+                 for n, w in self.private_bases(fn).items()}
+            self._privcache[key] = c
+        out = dict(c)
+        out.update(self.priv_params.get(key, {}))
+        return out
+
+    def private_params(self):
+        """Parameters that only ever receive a private object: every call
+        site passes a stack object, a fresh allocation, an object a
+        constructor returned, or a private parameter of its own (fixed
+        point).  Such a parameter is as private as the caller's object."""
+        self._privcache = {}
+        self.priv_params = {}
+        for _ in range(20):
+            changed = False
+            for key, fn in self.src.funcs.items():
+                if fn.name in self.addr_taken or fn.name in self.macro_used or key in self.dead:
+                    continue
+                sites = self.sites_of(fn)
+                if not sites:
+                    continue
+                names = self.params(fn)
+                mine = self.priv_params.get(key, {})
+                for n, p in enumerate(names):
+                    if not p or p in mine:
+                        continue
+                    if any(kind == "assigned" for kind, _ in self._bare_uses(fn, p)):
+                        continue
+                    why = []
+                    for (caller, st, k) in sites:
+                        r = self._arg_private(caller, k, n)
+                        if r is None:
+                            break
+                        why.append((caller, k, r))
+                    else:
+                        caller, k, r = why[0]
+                        self.priv_params.setdefault(key, {})[p] = (
+                            "a parameter every caller passes its own private object "
+                            "(%d call%s, e.g. %s() at %s:%d)" % (
+                                len(why), "s" if len(why) > 1 else "", caller.name,
+                                _short(caller.file), self.src.toks[caller.file][k].line), r[1])
+                        mine = self.priv_params[key]
+                        changed = True
+            if not changed:
+                break
+
     def entry_locks(self):
         """Locks held at entry: annotations, and held by every caller (fixed point)."""
-        addr_taken = set()
-        for f, toks in self.src.toks.items():
-            for i, t in enumerate(toks):
-                if t.kind == "id" and t.text in self.src.by_name and \
-                        not (i + 1 < len(toks) and toks[i + 1].text == "("):
-                    addr_taken.add(t.text)
-        self.addr_taken = addr_taken
+        addr_taken = self.addr_taken
         annot = {}
         for key, fn in self.src.funcs.items():
             held = {}
@@ -308,12 +694,9 @@ class Analysis:
         for _ in range(30):
             changed = False
             for key, fn in self.src.funcs.items():
-                if fn.name in addr_taken:
+                if fn.name in addr_taken or fn.name in self.macro_used:
                     continue
-                sites = self.calls.get(fn.name, [])
-                # static functions are called from their own file only
-                if fn.static:
-                    sites = [s for s in sites if s[0].file == fn.file]
+                sites = self.sites_of(fn)
                 if not sites:
                     continue
                 # a call passing an object private to the caller (a stack
@@ -344,21 +727,16 @@ class Analysis:
         self.entry = entry
 
     def _passes_private(self, caller, k):
+        """The call at toks[k] hands the callee an object that lives on the
+        caller's stack (directly, or through the caller's private
+        parameters): it says nothing about the locks of shared objects."""
         toks = self.src.toks[caller.file]
         if k + 1 >= len(toks) or toks[k + 1].text != "(":
             return False
-        if not hasattr(self, "_priv_calls"):
-            self._priv_calls = {}
-        key = (caller.file, caller.name)
-        if key not in self._priv_calls:
-            self._priv_calls[key] = self.private_bases(caller, stack_only=True)
-        priv = self._priv_calls[key]
-        if not priv:
-            return False
         end = csrc.match_paren(toks, k + 1)
-        for a, b in _split(toks, k + 2, end):
-            ids = [t.text for t in toks[a:b] if t.kind == "id"]
-            if ids and ids[0] in priv and (toks[a].text == "&" or b - a == 1):
+        for n in range(len(_split(toks, k + 2, end))):
+            r = self._arg_private(caller, k, n)
+            if r is not None and r[1] == "stack":
                 return True
         return False
 
@@ -402,11 +780,10 @@ class Analysis:
         for _ in range(20):
             changed = False
             for key, fn in self.src.funcs.items():
-                if key in life or fn.name in self.addr_taken:
+                if key in life or fn.name in self.addr_taken or fn.name in self.macro_used:
                     continue
-                sites = self.calls.get(fn.name, [])
-                if fn.static:
-                    sites = [s for s in sites if s[0].file == fn.file]
+                # recursive calls do not count: the outermost call decides
+                sites = [s for s in self.sites_of(fn) if s[0] is not fn]
                 if sites and all((s[0].file, s[0].name) in life for s in sites):
                     life.add(key)
                     changed = True
@@ -416,7 +793,8 @@ class Analysis:
 
     def find_constructors(self):
         """Functions returning an object they allocated: 'x = kzalloc(); ...
-        return x;' (and constructors of constructors)."""
+        return x;' (and constructors of constructors), or that they
+        unlinked from its tree: 'rb_erase(&x->node, root); ... return x;'."""
         cons = set()
         for _ in range(5):
             new = set(cons)
@@ -431,6 +809,21 @@ class Analysis:
                             and (toks[k + 2].text in self.P.allocators or
                                  toks[k + 2].text in cons):
                         alloc.add(t.text)
+                # an object unlinked from the tree that indexed it (under
+                # the tree's lock) and handed to the caller: the caller owns it
+                entry_of = collections.defaultdict(set)   # node var -> x = rb_entry(node, ..)
+                for k in range(fn.body_start, fn.body_end - 4):
+                    if toks[k].kind == "id" and toks[k + 1].text == "=" and \
+                            toks[k + 2].text in ("rb_entry", "container_of") and \
+                            toks[k + 3].text == "(" and toks[k + 4].kind == "id":
+                        entry_of[toks[k + 4].text].add(toks[k].text)
+                for k in range(fn.body_start, fn.body_end - 4):
+                    if toks[k].text in self.P.unlinkers and toks[k + 1].text == "(":
+                        if toks[k + 2].text == "&" and toks[k + 3].kind == "id" and \
+                                toks[k + 4].text == "->":
+                            alloc.add(toks[k + 3].text)
+                        elif toks[k + 2].kind == "id" and toks[k + 3].text == ",":
+                            alloc.update(entry_of.get(toks[k + 2].text, ()))
                 rets = [toks[k + 1].text for k in range(fn.body_start, fn.body_end - 2)
                         if toks[k].text == "return" and toks[k + 2].text == ";"]
                 direct = any(toks[k].text == "return" and (toks[k + 1].text in self.P.allocators
@@ -461,22 +854,84 @@ class Analysis:
             if t.kind == "id" and k + 3 < hi and toks[k + 1].text == "=" and \
                     toks[k + 3].text == "(" and (toks[k + 2].text in self.P.allocators or
                                                  toks[k + 2].text in self.constructors):
-                priv.setdefault(t.text, "allocated here by %s()" % toks[k + 2].text)
+                priv.setdefault(t.text, "allocated here by %s()" % toks[k + 2].text
+                                if toks[k + 2].text in self.P.allocators else
+                                "returned by %s(), which allocates it or unlinks it from "
+                                "its tree" % toks[k + 2].text)
             if t.text in self.P.freers and k + 2 < hi and toks[k + 1].text == "(" and \
                     toks[k + 2].kind == "id" and toks[k + 3].text == ")":
                 priv.setdefault(toks[k + 2].text, "freed here by %s()" % t.text)
-        # a stack object whose address escapes (&obj passed to a callback,
-        # stored in a shared struct) is not private any more
+        # a stack object whose address escapes (&obj stored, passed to a
+        # callback or to code that keeps it) is not private any more; nor
+        # is one linked into a shared list or tree (&obj.node published)
         for k in range(lo, hi - 2):
             if toks[k].text == "&" and toks[k + 1].text in priv and \
-                    priv[toks[k + 1].text] == "stack object" and \
-                    toks[k + 2].text not in (".", "->", "["):
-                priv.pop(toks[k + 1].text)
+                    priv[toks[k + 1].text] == "stack object":
+                if toks[k + 2].text not in (".", "->", "["):
+                    if self._addr_escapes(fn, k):
+                        priv.pop(toks[k + 1].text)
+                elif toks[k + 2].text == "." and self._published(toks, k, lo):
+                    priv.pop(toks[k + 1].text)
         return priv
+
+    def _call_of(self, toks, k, lo):
+        """Name of the call whose argument list directly holds toks[k]."""
+        c = self._call_arg(toks, k, lo)
+        return c[0] if c else None
+
+    def _call_arg(self, toks, k, lo):
+        """(callee, argument index) of the call whose argument list directly
+        holds toks[k], or None."""
+        depth = 0
+        j = k - 1
+        while j > lo:
+            x = toks[j].text
+            if x == ")":
+                depth += 1
+            elif x == "(":
+                if depth == 0:
+                    if toks[j - 1].kind != "id":
+                        return None
+                    for n, (a, b) in enumerate(_split(toks, j + 1, csrc.match_paren(toks, j))):
+                        if a <= k < b:
+                            return (toks[j - 1].text, n)
+                    return None
+                depth -= 1
+            elif x in (";", "{", "}") and depth == 0:
+                return None
+            j -= 1
+        return None
+
+    def _published(self, toks, k, lo):
+        """&x.node / &x->node at toks[k] is the object a list/tree insertion
+        links in."""
+        c = self._call_arg(toks, k, lo)
+        return c is not None and self.P.publishers.get(c[0], -1) == c[1]
+
+    def _addr_escapes(self, fn, k):
+        """&obj at toks[k]: does the address leave fn?  Not when it is a
+        whole argument of a call that does not keep it."""
+        toks = self.src.toks[fn.file]
+        if not hasattr(self, "escaping"):
+            return True
+        callee = self._call_of(toks, k, fn.body_start)
+        if callee is None or callee in KEYWORDS:
+            return True
+        j = k - 1
+        depth = 0
+        while toks[j].text != "(" or depth:
+            if toks[j].text == ")":
+                depth += 1
+            elif toks[j].text == "(":
+                depth -= 1
+            j -= 1
+        for n, (a, b) in enumerate(_split(toks, j + 1, csrc.match_paren(toks, j))):
+            if a == k:
+                return b - a != 2 or self._arg_escapes(fn, callee, n)
+        return True
 
     def apply_exclusions(self):
         life = self.lifecycle_functions()
-        self.constructors = self.find_constructors()
         exc = {}
         file_exc = {}
         for e in self.P.exceptions:
@@ -540,12 +995,55 @@ class Analysis:
                     " (only called from init/teardown functions)"))
                 continue
             key = (a.file, a.fn)
-            if key not in priv_cache:
-                priv_cache[key] = self.private_bases(a.func)
-            root = _root(a.base)
-            if root in priv_cache[key]:
-                a.exclusion = ("private", "'%s' is %s" % (root, priv_cache[key][root]))
+            if key in self.dead:
+                a.exclusion = ("dead-code", self.dead[key])
                 continue
+            if a.line in self.dead_lines.get(a.file, ()):
+                a.exclusion = ("dead-code", "inside a preprocessor block that is never compiled")
+                continue
+            if key in self.testonly and not a.test:
+                a.exclusion = ("test-only", self.testonly[key])
+                continue
+            if key not in priv_cache:
+                priv_cache[key] = self._private_of(a.func)
+            root = self._private_root(a, priv_cache[key])
+            if root is not None:
+                a.exclusion = ("private", "'%s' is %s" % (root, priv_cache[key][root][0]))
+                continue
+
+    def _private_root(self, a, priv):
+        """The private object a's base lies inside: the root itself
+        (p->f, x.f, arr[i].f) or structs embedded in it (p->emb.f), not
+        objects it points to (p->ptr->f)."""
+        root = _root(a.base)
+        if root not in priv:
+            return None
+        toks = csrc.tokenize(a.base)
+        while toks and toks[0].text in ("(", "*", "&"):
+            toks = toks[1:]
+        parts = [[]]
+        depth = 0
+        for t in toks:
+            if t.text in "([":
+                depth += 1
+            elif t.text in ")]":
+                depth -= 1
+            if depth == 0 and t.text in ("->", "."):
+                parts.append([])
+                continue
+            parts[-1].append(t)
+        head = [t.text for t in parts[0]]
+        if head[:1] != [root] or (len(head) > 1 and head[1] != "["):
+            return None
+        st = self._decl_types(a.func).get(root)
+        for p in parts[1:]:
+            if len(p) != 1 or st is None:
+                return None
+            m = self.src.member(st, p[0].text)
+            if m is None or m.pointer or m.array:
+                return None
+            st = csrc.struct_name(m.type)
+        return root
 
     def _bitop(self, a):
         for c in reversed(a.ctx):
@@ -657,7 +1155,14 @@ class Analysis:
                 cnt[lk] += 1
                 first.setdefault(lk, w)
         if cnt:
-            lk, n = max(sorted(cnt.items()), key=lambda x: x[1])
+            n = max(cnt.values())
+            # among the locks held by the most writes, the one the most
+            # reads hold explains the most accesses
+            rcnt = collections.Counter()
+            for r in reads:
+                for h in r.held:
+                    rcnt[h[:-2] if h.endswith(":r") else h] += 1
+            lk = max(sorted(k for k, v in cnt.items() if v == n), key=lambda k: rcnt[k])
         # LockDoc-style: a lock protects the field when it is held by at
         # least half of its writes; below that it is not the field's lock.
         if cnt and 2 * n >= len(writes) + len(stores):
@@ -665,9 +1170,16 @@ class Analysis:
             info["share"] = (n, len(writes) + len(stores))
             info["lock_site"] = first[lk]
         lk = info["lock"]
+        # locks every write holds: a read holding any of them cannot race
+        # with a write, whichever lock is the field's main one
+        wl = None
+        for w in writes:
+            h = {x for x in w.held if not x.endswith(":r") and not x.startswith("?")}
+            wl = h if wl is None else wl & h
+        info["write_locks"] = sorted(wl or ())
 
         def holds(a):
-            return lk is not None and (lk in a.held or lk + ":r" in a.held)
+            return lk is not None and _holds_any(a, [lk] + info["write_locks"])
 
         locked_r = [r for r in reads if holds(r)]
         if lk and not locked_r and not lk.startswith(name.split(".")[0] + "."):
@@ -698,6 +1210,12 @@ class Analysis:
         elif lk and not unlocked_r and len(locked_w) == len(writes) and not wait_reads \
                 and not [m for m in marked if lk not in m.held and lk + ":r" not in m.held]:
             info["class"] = "always-locked"
+        elif lk and len(locked_w) == len(writes) and not wait_reads and \
+                all(self._is_diag_read(r) for r in unlocked_r) and \
+                not [m for m in marked if lk not in m.held and lk + ":r" not in m.held]:
+            # lock protection with lockless diagnostic access only
+            info["class"] = "diagnostic-only"
+            info["diag_site"] = "%s() at %s" % (unlocked_r[0].fn, unlocked_r[0].where())
         elif lk:
             info["class"] = "lock-protected"
         elif atomics and reads:
@@ -748,6 +1266,13 @@ class Analysis:
             else:
                 a.reason = "no access to %s holds a lock and nothing shows it is shared" % name
             return
+        if cls == "diagnostic-only" and (a.kind in ("write", "rmw") or
+                                         not self._is_diag_read(a)):
+            a.action, a.rule = "none", "diagnostic-only"
+            a.reason = "every write of %s holds %s; it is read without it only for " \
+                "diagnostics (%s, data_race()): plain accesses under the lock " \
+                "are fine" % (name, lk, info["diag_site"])
+            return
         if cls == "handler":
             h = info["handler"]
             pol = "P5" if h.get("restores") else "P4"
@@ -770,7 +1295,8 @@ class Analysis:
                     name, ", ".join(h["functions"]), h["reason"])
             return
         held = a.held
-        holds = lk is not None and (lk in held or lk + ":r" in held)
+        locks = ([lk] + info.get("write_locks", [])) if lk else []
+        holds = lk is not None and _holds_any(a, locks)
         holds_x = lk is not None and lk in held
         share = info.get("share")
         lsite = info.get("lock_site")
@@ -787,7 +1313,7 @@ class Analysis:
             a.action = "WRITE_ONCE"
             if holds_x:
                 a.rule = "locked-write"
-                other = self._first_unlocked_read(name, lk)
+                other = self._first_unlocked_read(name, locks)
                 if other is None:
                     m = [m for m in info["marked"] if lk not in m.held]
                     other = ("%s() at %s" % (m[0].fn, m[0].where())) if m else None
@@ -812,15 +1338,19 @@ class Analysis:
             return
         if holds:
             # mixed within this function: an unlocked read before the lock
-            if self._unlocked_read_before(a, lk):
+            if self._unlocked_read_before(a, locks):
                 a.action, a.rule = "READ_ONCE", "refetch-after-lock"
                 a.reason = "%s is read without %s earlier in %s() and re-read under it here" % (
                     name, lk, a.fn)
             else:
                 a.action, a.rule = "none", "locked-read"
-                a.reason = "read under %s, which every write of %s holds" % (lk, name) \
-                    if share and share[0] == share[1] else \
-                    "read under %s (%d of %d writes hold it)" % (lk, share[0], share[1])
+                if not _holds_any(a, [lk]):
+                    w = [x for x in info["write_locks"] if _holds_any(a, [x])][0]
+                    a.reason = "read under %s, which every write of %s holds" % (w, name)
+                else:
+                    a.reason = "read under %s, which every write of %s holds" % (lk, name) \
+                        if share and share[0] == share[1] else \
+                        "read under %s (%d of %d writes hold it)" % (lk, share[0], share[1])
             return
         diag = [c for c in a.ctx if self.P.is_diag(c)]
         if diag:
@@ -835,10 +1365,13 @@ class Analysis:
         else:
             a.reason = "%s: %s; read without a lock here" % (name, ev)
 
-    def _unlocked_read_before(self, a, lk):
+    def _is_diag_read(self, a):
+        return any(self.P.is_diag(c) for c in a.ctx)
+
+    def _unlocked_read_before(self, a, locks):
         for b in self._fn_field_reads(a):
             if b.tok is not None and a.tok is not None and b.tok < a.tok and \
-                    lk not in b.held and lk + ":r" not in b.held:
+                    not _holds_any(b, locks):
                 return True
         return False
 
@@ -852,8 +1385,9 @@ class Analysis:
             self._ffr = idx
         return idx[(a.file, a.fn, a.struct, a.field)]
 
-    def _first_unlocked_read(self, name, lk):
-        """'f() at x.c:N' for the first read of name without lk, or None."""
+    def _first_unlocked_read(self, name, locks):
+        """'f() at x.c:N' for the first read of name holding none of locks,
+        or None."""
         idx = getattr(self, "_fur", None)
         if idx is None:
             idx = {}
@@ -865,18 +1399,23 @@ class Analysis:
                     idx[k].append(b)
             self._fur = idx
         for b in idx.get(name, []):
-            if lk not in b.held and lk + ":r" not in b.held:
+            if not _holds_any(b, locks):
                 return "%s() at %s" % (b.fn, b.where())
         return None
 
     def run(self):
         self.build_accesses()
         self.run_flow()
+        self.call_graph()
         self.entry_locks()
         self.attach_held()
         self.apply_exclusions()
         self.infer()
         return self
+
+
+def _holds_any(a, locks):
+    return any(lk in a.held or lk + ":r" in a.held for lk in locks)
 
 
 def _root(base):

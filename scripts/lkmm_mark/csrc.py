@@ -419,3 +419,64 @@ def struct_name(t):
     if len(t) == 1:
         return t[0]
     return None
+
+
+# ------------------------------------------------------------ preprocessor
+
+_PP = re.compile(r"\s*#\s*(\w+)\s*(.*)")
+
+
+def disabled_lines(src):
+    """Line numbers (1-based) the preprocessor never compiles, whatever the
+    configuration: '#if 0' blocks, and '#ifdef X' blocks where the file has
+    '#undef X' before them (and no '#define X' in between).  The '#else'
+    branch of such a block is live.  Other conditionals count as live."""
+    dead = set()
+    undef = set()
+    stack = []
+    lines = src.split("\n")
+    n = 0
+    while n < len(lines):
+        line = lines[n]
+        start = n
+        while line.endswith("\\") and n + 1 < len(lines):
+            n += 1
+            line = line[:-1] + " " + lines[n]
+        m = _PP.match(line)
+        if m:
+            d = m.group(1)
+            rest = m.group(2).split("/*")[0].split("//")[0].split()
+            word = rest[0] if rest else ""
+            if d in ("if", "ifdef", "ifndef"):
+                stack.append((d == "if" and rest == ["0"]) or (d == "ifdef" and word in undef))
+            elif d in ("else", "elif"):
+                if stack:
+                    stack[-1] = False
+            elif d == "endif":
+                if stack:
+                    stack.pop()
+            elif d == "undef" and not any(stack):
+                undef.add(word)
+            elif d == "define" and not any(stack):
+                undef.discard(word.split("(")[0])
+        if any(stack):
+            dead.update(range(start + 1, n + 2))
+        n += 1
+    return dead
+
+
+def macro_bodies(src):
+    """The replacement text of every '#define' (continuation lines joined)."""
+    out = []
+    lines = src.split("\n")
+    i = 0
+    while i < len(lines):
+        if re.match(r"\s*#\s*define\b", lines[i]):
+            body = lines[i]
+            while body.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                body = body[:-1] + " " + lines[i]
+            parts = body.split(None, 2)
+            out.append(parts[2] if len(parts) > 2 else "")
+        i += 1
+    return out

@@ -10,7 +10,8 @@ symbolic set: `killed` records which of them the function itself released,
 so the flow is computed once and combined with the callers' sets later.
 
 Control flow handled: blocks, if/else, loops (including for_each-style
-macros), switch/case, break/continue, return, forward goto to labels.
+macros; while (1) and for (;;) are left only by break), switch/case,
+break/continue, return, forward goto to labels.
 Backward gotos end their path (the label's state is already fixed).
 """
 
@@ -121,11 +122,16 @@ class LockFlow:
             st_body, st_exit = self.cond(i + 2, c, st)
             if tx == "switch":
                 st_exit = None
-            return self._loop_body(c + 1, st_body, st_exit, end, switch=(tx == "switch"))
+            forever = tx == "while" and [x.text for x in t[i + 2:c]] in (["1"], ["true"])
+            return self._loop_body(c + 1, st_body, st_exit, end, switch=(tx == "switch"),
+                                   forever=forever)
         if tx == "for" and i + 1 < end and t[i + 1].text == "(":
             c = self._match(i + 1)
             st = self.expr(i + 2, c, st)
-            return self._loop_body(c + 1, st, st, end)
+            # for (init; ; step): no condition, left only by break/return/goto
+            semis = [k for k in range(i + 2, c) if t[k].text == ";"]
+            forever = len(semis) == 2 and semis[1] == semis[0] + 1
+            return self._loop_body(c + 1, st, st, end, forever=forever)
         if tx == "do":
             self.loops.append([None, None])
             j, s = self.stmt(i + 1, st, end)
@@ -170,13 +176,16 @@ class LockFlow:
         st = self.expr(i, j, st)
         return j + 1, st
 
-    def _loop_body(self, i, st_body, st_exit, end, switch=False):
+    def _loop_body(self, i, st_body, st_exit, end, switch=False, forever=False):
         frame = [None, None]
         if switch:
             frame.append(st_body)
         self.loops.append(frame)
         j, s = self.stmt(i, st_body, end)
         frame = self.loops.pop()
+        if forever:
+            # while (1) / for (;;): the only way out is a break
+            return j, frame[0]
         out = merge(st_exit, frame[0])
         if not switch:
             out = merge(out, s)

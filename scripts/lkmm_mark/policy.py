@@ -18,7 +18,8 @@ SCHEMA = {
     "owners": list, "handlers": list, "contexts": list, "exceptions": list,
     "atomic_bitops": list, "wait_macros": list, "context_depth": int,
     "policies": list, "rules": list, "subsystem": str, "_comment": str,
-    "scalar_typedefs": list, "test_dirs": list,
+    "scalar_typedefs": list, "test_dirs": list, "non_retaining_functions": list,
+    "publish_functions": list, "unlink_functions": list, "sync_callers": list,
 }
 
 
@@ -42,6 +43,10 @@ class Policies:
         self.rules = {}
         self.scalar_typedefs = set()
         self.test_dirs = []
+        self.non_retaining = set()
+        self.publishers = {}       # function -> index of the argument it links in
+        self.unlinkers = set()
+        self.sync_callers = set()
         self.files = []
 
     def is_lifecycle(self, fn):
@@ -135,6 +140,12 @@ def load(pdir=None, subsystem="btrfs"):
             P.rules[r["id"]] = r
         P.scalar_typedefs.update(d.get("scalar_typedefs", []))
         P.test_dirs += d.get("test_dirs", [])
+        P.non_retaining.update(d.get("non_retaining_functions", []))
+        for b in d.get("publish_functions", []):
+            _need(f, b, ("name", "arg"), "publish_functions")
+            P.publishers[b["name"]] = b["arg"]
+        P.unlinkers.update(d.get("unlink_functions", []))
+        P.sync_callers.update(d.get("sync_callers", []))
     return P
 
 
