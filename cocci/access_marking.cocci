@@ -12,7 +12,8 @@
 /// Each report names the rule (locked-write, unlocked-write, unlocked-read,
 /// refetch-after-lock, diagnostic-read) and the evidence.
 ///
-// Confidence: Moderate
+// Confidence: Low (a hand review of flagged fs/btrfs sites is in
+//  tests/hand-review.md of lkmm-mark)
 // Copyright: (C) 2026 lkmm-mark authors.
 // Comments: Sites the policies leave plain (locked reads, owner reads,
 //  initialisation, private objects) are not reported; see the plan.

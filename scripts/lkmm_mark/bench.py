@@ -23,7 +23,7 @@ def _timed(fn):
 
 
 def run(args):
-    from .commands import analyse
+    from .commands import get_plan
     require_tools("spatch")
     tree = ensure_tree(args.tree, args.target)
 
@@ -33,11 +33,11 @@ def run(args):
 
     def cold():
         args.no_cache = True
-        analyse(args, tree)
+        get_plan(args, tree)
 
     def warm():
         args.no_cache = False
-        analyse(args, tree)
+        get_plan(args, tree)
 
     p = _timed(parse)
     c = _timed(cold)

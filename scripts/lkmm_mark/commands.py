@@ -23,6 +23,59 @@ def analyse(args, tree=None, check_tree=True):
     return A
 
 
+def _plan_key(args, tree):
+    """Hash of everything a plan depends on: the facts pass inputs (the
+    sources), the policies, and the analysis code itself."""
+    import hashlib
+    from pathlib import Path
+    h = hashlib.sha256()
+    files = facts_mod.source_files(str(tree), args.target)
+    if not files:
+        raise UserError("%s/%s: no .c or .h files" % (tree, args.target))
+    h.update(facts_mod.facts_key(str(tree), args.target, files).encode())
+    h.update(str(Path(tree).resolve()).encode() + b"\0" + args.target.encode())
+    here = Path(__file__).resolve().parent
+    pol = Path(args.policies) if args.policies else here.parents[1] / "policies"
+    for p in sorted(here.glob("*.py")) + sorted(pol.rglob("*.json")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def get_plan(args, tree=None):
+    """The plan dict, cached by content hash (a re-run with nothing changed
+    only hashes the sources and loads the JSON)."""
+    from .tree import cache_dir
+    require_tools("spatch")
+    if tree is None:
+        tree = ensure_tree(args.tree, args.target)
+    key = _plan_key(args, tree)
+    cfile = cache_dir() / "plans" / (key + ".json")
+    if not args.no_cache and cfile.exists():
+        with open(cfile) as f:
+            return json.load(f)
+    A = analyse(args, tree=tree)
+    d = plan_dict(A)
+    cfile.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cfile.with_suffix(".tmp%d" % os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(d, f)
+    os.replace(tmp, cfile)
+    return d
+
+
+def plan_report_lines(d, include_all=False, tests=False):
+    out = []
+    for s in d["sites"]:
+        if s["test_code"] != tests:
+            continue
+        if s["action"] == "none" and not include_all:
+            continue
+        out.append("%s:%d:%d-%d: %s: %s (%s)" % (s["file"], s["line"], s["column"],
+                                                s["end_column"], s["action"], s["reason"],
+                                                s["rule"]))
+    return out
+
+
 def report_lines(A, include_all=False, tests=False):
     out = []
     for a in A.accesses:
@@ -45,24 +98,25 @@ def cmd_facts(args):
 
 
 def cmd_report(args):
-    A = analyse(args)
-    lines = report_lines(A, args.all, tests=False)
+    d = get_plan(args)
+    lines = plan_report_lines(d, args.all, tests=False)
     for l in lines:
         print(l)
-    tl = report_lines(A, args.all, tests=True)
+    tl = plan_report_lines(d, args.all, tests=True)
     counts = {}
-    for a in A.accesses:
-        if not a.test and a.action != "none":
-            counts[a.action] = counts.get(a.action, 0) + 1
+    for s in d["sites"]:
+        if not s["test_code"] and s["action"] != "none":
+            counts[s["action"]] = counts.get(s["action"], 0) + 1
     print("# %d sites need a mark: %s" % (len(lines), ", ".join(
         "%s %d" % kv for kv in sorted(counts.items()))))
     if tl:
         print("# test code (%s/tests), reported separately:" % args.target)
         for l in tl:
             print(l)
-    print("# functions not analysed (spatch could not parse them): %d" % len(A.not_analysed))
-    for f, line, name in A.not_analysed:
-        print("%s:%d: %s()" % (f, line, name))
+    na = d["not_analysed"]
+    print("# functions not analysed (spatch could not parse them): %d" % len(na))
+    for x in na:
+        print("%s:%d: %s()" % (x["file"], x["line"], x["function"]))
     return 0
 
 
@@ -114,8 +168,7 @@ def annotate_rewrite(tree, sites):
 
 
 def cmd_plan(args):
-    A = analyse(args)
-    d = plan_dict(A)
+    d = get_plan(args)
     with open(args.json, "w") as f:
         json.dump(d, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -51,6 +51,14 @@ def spatch_args(tree, target, jobs):
     return args
 
 
+def facts_key(tree, target, files=None):
+    """Content hash of everything the facts pass reads."""
+    files = files if files is not None else source_files(tree, target)
+    return content_hash(tree, files, [FACTS_COCCI.read_bytes(),
+                                      MACROS.read_bytes() if MACROS.exists() else b"",
+                                      spatch_version(), target])
+
+
 def run(tree, target, jobs=0, use_cache=True):
     """Access facts for every file under target: (records, from_cache)."""
     require_tools("spatch")
@@ -58,9 +66,7 @@ def run(tree, target, jobs=0, use_cache=True):
     if not files:
         raise UserError("%s/%s: no .c or .h files" % (tree, target))
     jobs = jobs or os.cpu_count() or 1
-    key = content_hash(tree, files, [FACTS_COCCI.read_bytes(),
-                                     MACROS.read_bytes() if MACROS.exists() else b"",
-                                     spatch_version(), target])
+    key = facts_key(tree, target, files)
     cdir = cache_dir() / "facts"
     cfile = cdir / (key + ".json")
     if use_cache and cfile.exists():

@@ -287,9 +287,6 @@ def plan_file_edits(src, sites, comments):
             else:
                 raise Skip("action %s on a %s" % (act, s["access"]))
             _resolve_late(E)
-            if s["rule"] != "owner-read" and too_long(E, key):
-                E.items = [it for it in E.items if it[0] != key]
-                raise Skip("the marked line would exceed 100 columns")
             c = comments.get(s["rule"])
             if c and (s["rule"] != "owner-read" or s.get("comment")):
                 st = statement_start(S, j)
@@ -548,22 +545,3 @@ def _render_chunk(E, keys, lo, hi):
     limit = 80 if max(width(l) for l in orig.split("\n")) <= 80 else 100
     return "\n".join(wrap_line(l, 100 if "data_race(" in l else limit)
                      if width(l) > limit and l not in orig else l for l in new.split("\n"))
-
-
-def too_long(E, key):
-    """True if this site's edit leaves a line over 100 columns (checkpatch's
-    limit) that wrapping cannot fix."""
-    text = render_file(E, {key})
-    its = [it for it in E.items if it[0] == key]
-    if not its:
-        return False
-    S = E.S
-    lo = S.starts[S.text.count("\n", 0, min(it[2] for it in its))]
-    n = max(it[5] for it in its)
-    hi_line = S.text.count("\n", 0, n)
-    # the rendered region: from lo to the end of the last touched line plus growth
-    grow = len(text) - len(S.text)
-    end = S.text.find("\n", n)
-    end = len(S.text) if end < 0 else end
-    region = text[lo:end + grow]
-    return any(width(l) > 100 for l in region.split("\n"))

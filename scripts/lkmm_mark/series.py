@@ -430,9 +430,8 @@ def summary_lines(groups, paths):
 # ------------------------------------------------------------ sub-commands
 
 def _plan(args, tree):
-    from .commands import analyse, plan_dict
-    A = analyse(args, tree=tree)
-    return plan_dict(A)
+    from .commands import get_plan
+    return get_plan(args, tree)
 
 
 def cmd_series(args):
@@ -444,6 +443,16 @@ def cmd_series(args):
         log("note: the installed %s is %s, the committed series is for %s; "
             "the series is regenerated for %s" % (PACKAGE, pv, PACKAGE_VERSION, pv))
     out_dir = Path(args.out) if args.out else REPO / "patches"
+    if args.check:
+        cover = out_dir / "0000-cover-letter.patch"
+        if cover.exists():
+            m = re.search(r"^Base: (.*), fs/btrfs\.$", cover.read_text(), re.M)
+            here = "Linux %s" % kv
+            if pv and not args.tree:
+                here += " (Debian %s %s)" % (PACKAGE, pv)
+            if m and m.group(1) != here:
+                raise UserError("the committed series is for %s, the tree here is %s; "
+                                "regenerate with scripts/lkmm-mark series" % (m.group(1), here))
     plan = _plan(args, tree)
     if args.check:
         with tempfile.TemporaryDirectory(prefix="lkmm-series-check-") as tmp:
