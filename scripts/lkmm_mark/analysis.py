@@ -1173,7 +1173,7 @@ class Analysis:
         # locks every write holds: a read holding any of them cannot race
         # with a write, whichever lock is the field's main one
         wl = None
-        for w in writes:
+        for w in writes + stores:
             h = {x for x in w.held if not x.endswith(":r") and not x.startswith("?")}
             wl = h if wl is None else wl & h
         info["write_locks"] = sorted(wl or ())
@@ -1212,10 +1212,14 @@ class Analysis:
             info["class"] = "always-locked"
         elif lk and len(locked_w) == len(writes) and not wait_reads and \
                 all(self._is_diag_read(r) for r in unlocked_r) and \
-                not [m for m in marked if lk not in m.held and lk + ":r" not in m.held]:
-            # lock protection with lockless diagnostic access only
+                not [m for m in marked if lk not in m.held and lk + ":r" not in m.held
+                     and m.macro != "data_race"]:
+            # lock protection with lockless diagnostic access only (plain,
+            # or already data_race(): a marked tree keeps its verdicts)
             info["class"] = "diagnostic-only"
-            info["diag_site"] = "%s() at %s" % (unlocked_r[0].fn, unlocked_r[0].where())
+            d = unlocked_r[0] if unlocked_r else \
+                [m for m in marked if lk not in m.held and lk + ":r" not in m.held][0]
+            info["diag_site"] = "%s() at %s" % (d.fn, d.where())
         elif lk:
             info["class"] = "lock-protected"
         elif atomics and reads:

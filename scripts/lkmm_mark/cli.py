@@ -35,6 +35,14 @@ def build_parser():
     _common(p)
     p.add_argument("--json", required=True, metavar="FILE")
 
+    p = sub.add_parser("run", help="the main job: report, series into patches/, git am "
+                       "check, then verify (build, sparse, boot, stress)")
+    _common(p)
+    p.add_argument("--out", default=None, help="series directory (default: patches/)")
+    p.add_argument("--signoff", help="'Name <email>' (default: git config)")
+    p.add_argument("--stress-seconds", type=int, default=60)
+    p.add_argument("--no-verify", action="store_true", help="stop after the series")
+
     p = sub.add_parser("series", help="write the git format-patch series")
     _common(p)
     p.add_argument("--out", default=None, help="output directory (default: patches/)")

@@ -190,3 +190,31 @@ def cmd_series(args):
 def cmd_rewrite(args):
     from .series import cmd_rewrite as f
     return f(args)
+
+
+def cmd_run(args):
+    """Main job end to end: plan, series, git am on pristine, verify."""
+    from . import series
+    from .tree import log
+    args.check = False
+    args.in_place = False
+    tree = ensure_tree(args.tree, args.target)
+    d = get_plan(args, tree)
+    n = sum(1 for s in d["sites"] if s["action"] != "none" and not s["test_code"])
+    log("analysis: %d sites need a mark (%d functions not analysed)"
+        % (n, len(d["not_analysed"])))
+    rc = series.cmd_series(args)
+    if rc != 0:
+        return rc
+    out = args.out or str(series.REPO / "patches")
+    ok, msg = series.git_am(tree, out, args.target)
+    print(msg if ok else "lkmm-mark: error: " + msg)
+    if not ok:
+        return 1
+    if args.no_verify:
+        return 0
+    from . import verify
+    import argparse
+    vargs = argparse.Namespace(tree=args.tree, patches=out, kcsan=False,
+                               stress_seconds=args.stress_seconds, rest=[])
+    return verify.main(vargs)

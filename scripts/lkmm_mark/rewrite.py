@@ -182,6 +182,7 @@ class Edits:
         self.spans = {}   # site key -> (start of its base, end of the field)
         self.values = {}  # store key -> the range of its stored value
         self.prefix = set()  # ++x->f / --x->f sites
+        self.dr_comment = None  # the data_race() comment, for wrapped lines
 
     def insert(self, key, off, text, order):
         self.items.append((key, "ins", off, order, text, off))
@@ -216,6 +217,7 @@ def plan_file_edits(src, sites, comments):
     """Edits for the sites of one file.  sites: plan dicts (action != none or
     rule owner-read).  Returns (Edits, applied keys, {key: skip reason})."""
     E = Edits(src)
+    E.dr_comment = comments.get("diagnostic-read")
     S = E.S
     applied, skipped = [], {}
     stmt_comments = {}
@@ -543,5 +545,16 @@ def _render_chunk(E, keys, lo, hi):
     orig = E.S.text[lo:hi]
     new = E.render(keys, lo, hi)
     limit = 80 if max(width(l) for l in orig.split("\n")) <= 80 else 100
-    return "\n".join(wrap_line(l, 100 if "data_race(" in l else limit)
-                     if width(l) > limit and l not in orig else l for l in new.split("\n"))
+    out = []
+    for l in new.split("\n"):
+        if width(l) > limit and l not in orig:
+            w = wrap_line(l, 100 if "data_race(" in l else limit).split("\n")
+            # a wrapped data_race() line: each piece keeps its comment above
+            for k, piece in enumerate(w):
+                if k and "data_race(" in piece and E.dr_comment:
+                    ind = re.match(r"[ \t]*", piece).group()
+                    out.append("%s/* %s */" % (ind, E.dr_comment))
+                out.append(piece)
+        else:
+            out.append(l)
+    return "\n".join(out)

@@ -114,6 +114,46 @@ def group_sites(plan, sites, applied):
         ss = sorted((s for n in names for s in per_field[n]),
                     key=lambda s: (s["file"], s["line"], s["column"]))
         out.append({"struct": gk[0], "lock": gk[1], "fields": names, "sites": ss})
+    return merge_shared_diag_lines(out)
+
+
+def merge_shared_diag_lines(groups):
+    """Groups that mark the same line, when that line gets a data_race(),
+    become one patch: a later patch changing a data_race() line would have
+    the old line between the comment and the new line, and checkpatch
+    (DATA_RACE) only accepts a comment right above."""
+    parent = list(range(len(groups)))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+    byline = collections.defaultdict(set)
+    diag = set()
+    for i, g in enumerate(groups):
+        for s in g["sites"]:
+            byline[(s["file"], s["line"])].add(i)
+            if s["action"] == "data_race":
+                diag.add((s["file"], s["line"]))
+    for ln, gs in byline.items():
+        if ln in diag and len(gs) > 1:
+            gs = sorted(gs)
+            for j in gs[1:]:
+                parent[find(j)] = find(gs[0])
+    merged = collections.OrderedDict()
+    for i, g in enumerate(groups):
+        merged.setdefault(find(i), []).append(g)
+    out = []
+    for parts in merged.values():
+        if len(parts) == 1:
+            out.append(parts[0])
+            continue
+        ss = sorted((s for g in parts for s in g["sites"]),
+                    key=lambda s: (s["file"], s["line"], s["column"]))
+        out.append({"struct": " and ".join(sorted({g["struct"] for g in parts})),
+                    "lock": None, "fields": [n for g in parts for n in g["fields"]],
+                    "sites": ss, "parts": parts})
     return out
 
 
@@ -139,6 +179,14 @@ def _lock_short(g):
 
 
 def subject(g):
+    if g.get("parts"):
+        cands = ["btrfs: access %s fields according to ACCESS_ONCE policies" % g["struct"],
+                 "btrfs: access %s fields with ONCE accessors" % g["struct"],
+                 "btrfs: annotate racy accesses to %s" % g["struct"]]
+        for c in cands:
+            if len(c) <= 75:
+                return c
+        return cands[-1]
     st = g["struct"]
     names = [n.split(".", 1)[1] for n in g["fields"]]
     if len(names) == 1:
@@ -160,6 +208,16 @@ def subject(g):
 
 
 def message(g, plan, texts):
+    if g.get("parts"):
+        heads = [message_head(p, plan) for p in g["parts"]]
+        heads.append(_wrap("They are in one patch because they share lines that "
+                           "get a data_race() (checkpatch wants its comment right "
+                           "above the line)."))
+        return "\n\n".join(heads) + "\n\n" + message_body(g, plan, texts)
+    return message_head(g, plan) + "\n\n" + message_body(g, plan, texts)
+
+
+def message_head(g, plan):
     fields = plan["fields"]
     st = g["struct"]
     names = ["%s::%s" % (st, n.split(".", 1)[1]) for n in g["fields"]]
@@ -191,6 +249,11 @@ def message(g, plan, texts):
             "%s is accessed concurrently with no common lock (%s), so its "
             "accesses are marked as the access-marking policies ask (LWN, "
             "\"Who's afraid of a big bad optimizing compiler?\")." % (names[0], ev)))
+    return "\n\n".join(paras)
+
+
+def message_body(g, plan, texts):
+    paras = []
     paras.append(_wrap("The markings follow the rules of %s:" % SEED))
     cnt = collections.Counter(s["rule"] for s in g["sites"])
     plain = sum(1 for s in plan["sites"] if not s["test_code"] and s["rule"] == "locked-read"
