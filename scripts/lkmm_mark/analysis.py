@@ -1173,7 +1173,7 @@ class Analysis:
         # locks every write holds: a read holding any of them cannot race
         # with a write, whichever lock is the field's main one
         wl = None
-        for w in writes:
+        for w in writes + stores:
             h = {x for x in w.held if not x.endswith(":r") and not x.startswith("?")}
             wl = h if wl is None else wl & h
         info["write_locks"] = sorted(wl or ())
