@@ -172,6 +172,52 @@ class ParsingTest(unittest.TestCase):
         self.assertEqual(fields, {"count", "flags"})
         self.assertEqual(funcs, {"foo"})
 
+    def test_series_changes_and_involvement(self):
+        import subprocess
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            a, b = Path(d) / "a", Path(d) / "b"
+            for t in (a, b):
+                (t / "fs/btrfs").mkdir(parents=True)
+            old = ["int f(struct s *s)", "{", "\tif (s->full)", "\t\treturn 1;",
+                   "\treturn s->size;", "}"]
+            new = list(old)
+            new[2] = "\tif (READ_ONCE(s->full))"
+            new.insert(0, "/* shifted */")
+            (a / "fs/btrfs/x.c").write_text("\n".join(old) + "\n")
+            (b / "fs/btrfs/x.c").write_text("\n".join(new) + "\n")
+            diff = subprocess.run(["diff", "-u", "a/fs/btrfs/x.c", "b/fs/btrfs/x.c"], cwd=d,
+                                  capture_output=True, text=True).stdout
+            p = Path(d) / "0001-x.patch"
+            p.write_text(diff)
+            ch = verify.series_changes(a, b, [p])
+        self.assertEqual(ch["fields"], {"full"})
+        self.assertIn(3, ch["old"]["fs/btrfs/x.c"])
+        self.assertNotIn(5, ch["old"]["fs/btrfs/x.c"])
+        self.assertIn(4, ch["new"]["fs/btrfs/x.c"])
+
+        def rep(locs, fields):
+            return dict(accesses=[dict(locs=locs, fields=fields, where="w")])
+        # a pristine report at the changed line, a patched one on the marked field
+        self.assertTrue(verify.involvement(rep([("fs/btrfs/x.c", 3)], []), ch, "old"))
+        self.assertTrue(verify.involvement(rep([("fs/btrfs/y.c", 9)], ["full"]), ch, "new"))
+        # the unchanged line reading another field
+        self.assertEqual(verify.involvement(rep([("fs/btrfs/x.c", 5)], ["size"]), ch, "old"), [])
+        # an inlined-into line that the series changed counts too
+        self.assertTrue(verify.involvement(
+            rep([("include/linux/fs.h", 1), ("fs/btrfs/x.c", 4)], []), ch, "new"))
+
+    def test_parse_rest(self):
+        o = verify.parse_rest(["--", "--kcsan-only", "--kcsan-kernels", "pristine",
+                               "--kcsan-params", "skip_watch:500", "--kcsan-seconds", "60"])
+        self.assertTrue(o["kcsan_only"])
+        self.assertEqual((o["kcsan_kernels"], o["kcsan_params"], o["kcsan_secs"]),
+                         ("pristine", "skip_watch:500", 60))
+        with self.assertRaises(verify.UserError):
+            verify.parse_rest(["--kcsan-scope", "everything"])
+        with self.assertRaises(verify.UserError):
+            verify.parse_rest(["--smp", "x"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -18,6 +18,16 @@
  *	Half the threads write the writable btrfs tunables under FSDIR
  *	(/sys/fs/btrfs/<fsid>) with valid values, the other half read every
  *	attribute in the tree, all at once.  Original values are restored.
+ *   lkstress race DIR SECS THREADS
+ *	Cheap system calls on the same few inodes and on the file system from
+ *	all threads at once, so that the same fields are touched by several
+ *	tasks in the same microseconds: readers (statfs, the btrfs info
+ *	ioctls, fstat, GETFLAGS, SEEK_DATA/SEEK_HOLE, FIEMAP, getxattr, pread)
+ *	against mutators (small pwrites, fallocate and punch hole, truncate,
+ *	setxattr, chmod, utimes, SETFLAGS, fdatasync, create/rename/unlink).
+ *	Even threads only read, odd ones mostly mutate.
+ *	The content of these files is not checked; errors are not failures
+ *	except when a file cannot be opened.
  *
  * Every mode prints "@@LKMM ops <mode> <count>" and exits 0 on success.
  */
@@ -31,8 +41,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/types.h>
+#include <sys/xattr.h>
+#include <linux/btrfs.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -559,6 +575,198 @@ static int do_sysfs(const char *fs, int secs, int nthreads)
 	return failures || !ntun ? 1 : 0;
 }
 
+/* ---- many tasks on the same fields ---- */
+
+#define RFILES 4
+
+static const char *rdir;
+
+static void race_reader(uint64_t *s, int dfd, int *fds, char *buf)
+{
+	int fd = fds[xs(s) % RFILES];
+	unsigned r = xs(s) % 12;
+	struct statfs sfs;
+	struct stat st;
+	union {
+		struct btrfs_ioctl_fs_info_args fi;
+		struct btrfs_ioctl_dev_info_args di;
+		struct btrfs_ioctl_get_dev_stats ds;
+		struct {
+			struct btrfs_ioctl_space_args a;
+			struct btrfs_ioctl_space_info sp[16];
+		} sp;
+		struct {
+			struct fiemap fm;
+			struct fiemap_extent ex[8];
+		} fm;
+	} u;
+	int flags;
+
+	memset(&u, 0, sizeof(u));
+	switch (r) {
+	case 0:
+		fstatfs(dfd, &sfs);
+		break;
+	case 1:
+		ioctl(dfd, BTRFS_IOC_FS_INFO, &u.fi);
+		break;
+	case 2:
+		u.sp.a.space_slots = 16;
+		ioctl(dfd, BTRFS_IOC_SPACE_INFO, &u.sp);
+		break;
+	case 3:
+		u.di.devid = 1 + xs(s) % 2;
+		ioctl(dfd, BTRFS_IOC_DEV_INFO, &u.di);
+		break;
+	case 4:
+		u.ds.devid = 1 + xs(s) % 2;
+		u.ds.nr_items = BTRFS_DEV_STAT_VALUES_MAX;
+		ioctl(dfd, BTRFS_IOC_GET_DEV_STATS, &u.ds);
+		break;
+	case 5:
+		fstat(fd, &st);
+		break;
+	case 6:
+		ioctl(fd, FS_IOC_GETFLAGS, &flags);
+		break;
+	case 7:
+		lseek(fd, xs(s) % (1 << 20), xs(s) % 2 ? SEEK_DATA : SEEK_HOLE);
+		break;
+	case 8:
+		u.fm.fm.fm_length = ~0ULL;
+		u.fm.fm.fm_extent_count = 8;
+		ioctl(fd, FS_IOC_FIEMAP, &u.fm);
+		break;
+	case 9:
+		fgetxattr(fd, "user.lk", buf, 64);
+		break;
+	case 10:
+		pread(fd, buf, 4096, xs(s) % (1 << 20));
+		break;
+	default:
+		fstatfs(fd, &sfs);
+		break;
+	}
+}
+
+static void race_mutator(uint64_t *s, long id, int dfd, int *fds, char *buf)
+{
+	int k = xs(s) % RFILES, fd = fds[k];
+	unsigned r = xs(s) % 14;
+	off_t off = (xs(s) % 256) * 4096;
+	char path[300], path2[300];
+	struct timespec ts[2] = { { 0, UTIME_NOW }, { 0, UTIME_NOW } };
+	int flags, nfd;
+
+	switch (r) {
+	case 0:
+	case 1:
+		pwrite(fd, buf, 1 + xs(s) % 8192, off);
+		break;
+	case 2:
+		fallocate(fd, FALLOC_FL_KEEP_SIZE, off, 65536);
+		break;
+	case 3:
+		fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, 8192);
+		break;
+	case 4:
+		ftruncate(fd, xs(s) % (1 << 20));
+		break;
+	case 5:
+		snprintf(path, sizeof(path), "%ld", (long)xs(s));
+		fsetxattr(fd, "user.lk", path, strlen(path), 0);
+		break;
+	case 6:
+		fchmod(fd, 0600 | (xs(s) % 2 ? 044 : 0));
+		break;
+	case 7:
+		futimens(fd, ts);
+		break;
+	case 8:
+		if (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0) {
+			flags ^= FS_NODUMP_FL;
+			ioctl(fd, FS_IOC_SETFLAGS, &flags);
+		}
+		break;
+	case 9:
+		fdatasync(fd);
+		break;
+	case 10:
+		fsync(fd);
+		break;
+	case 11:
+		snprintf(path, sizeof(path), "%s/n%ld_%d", rdir, id, (int)(xs(s) % 16));
+		snprintf(path2, sizeof(path2), "%s/m%ld_%d", rdir, id, (int)(xs(s) % 16));
+		nfd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+		if (nfd >= 0) {
+			if (write(nfd, buf, 1 + xs(s) % 3000) < 0)
+				break;
+			close(nfd);
+			rename(path, path2);
+		}
+		break;
+	case 12:
+		snprintf(path2, sizeof(path2), "%s/m%ld_%d", rdir, id, (int)(xs(s) % 16));
+		unlink(path2);
+		break;
+	default:
+		pwrite(fd, buf, 100, lseek(fd, 0, SEEK_END) % (1 << 20));
+		break;
+	}
+}
+
+static void *racer(void *arg)
+{
+	long id = (long)arg;
+	uint64_t s = 0x5bd1e995ULL * (id + 3);
+	char buf[8192], path[300];
+	int fds[RFILES], i, dfd = open(rdir, O_RDONLY | O_DIRECTORY);
+
+	if (dfd < 0) {
+		fail("open", rdir);
+		return NULL;
+	}
+	for (i = 0; i < RFILES; i++) {
+		snprintf(path, sizeof(path), "%s/r%d", rdir, i);
+		fds[i] = open(path, O_CREAT | O_RDWR, 0644);
+		if (fds[i] < 0) {
+			fail("open", path);
+			return NULL;
+		}
+	}
+	memset(buf, 'r', sizeof(buf));
+	while (now() < deadline) {
+		int j;
+
+		/* even threads only read (they never block in fsync or a
+		 * transaction), odd threads mutate with a few reads between */
+		for (j = 0; j < (id % 2 ? 2 : 16); j++)
+			race_reader(&s, dfd, fds, buf);
+		if (id % 2)
+			race_mutator(&s, id, dfd, fds, buf);
+		atomic_fetch_add(&ops, id % 2 ? 3 : 16);
+	}
+	for (i = 0; i < RFILES; i++)
+		close(fds[i]);
+	close(dfd);
+	return NULL;
+}
+
+static int do_race(const char *dir, int secs, int nthreads)
+{
+	pthread_t *t = calloc(nthreads, sizeof(*t));
+	long i;
+
+	rdir = dir;
+	deadline = now() + secs;
+	for (i = 0; i < nthreads; i++)
+		pthread_create(&t[i], NULL, racer, (void *)i);
+	for (i = 0; i < nthreads; i++)
+		pthread_join(t[i], NULL);
+	printf("@@LKMM ops race %ld failures %d\n", (long)ops, failures);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -570,7 +778,10 @@ int main(int argc, char **argv)
 		return do_fsync(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 5 && !strcmp(argv[1], "sysfs"))
 		return do_sysfs(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc == 5 && !strcmp(argv[1], "race"))
+		return do_race(argv[2], atoi(argv[3]), atoi(argv[4]));
 	fprintf(stderr, "usage: lkstress write DIR SECS THREADS MANIFEST | verify MANIFEST |\n"
-			"       fsync DIR SECS THREADS | sysfs FSDIR SECS THREADS\n");
+			"       fsync DIR SECS THREADS | sysfs FSDIR SECS THREADS |\n"
+			"       race DIR SECS THREADS\n");
 	return 2;
 }
