@@ -111,7 +111,8 @@ class RewriteFixtures(unittest.TestCase):
                      "wait_event(p->wq, READ_ONCE(p->state) == 0);",
                      "/* Refetch value after lock */",
                      "/* Unlocked write */",
-                     "WARN_ON(data_race(p->limit) > 100);"):
+                     "WARN_ON(data_race(p->limit) > 100);",
+                     "list_for_each_entry(q, head, list)\n\t\tWRITE_ONCE(q->state, 3);"):
             self.assertIn(form, res)
         # safety: never touched
         for plain in ("p->dirty = 1;", "p->slots[0] = 1;", "&p->count", "sizeof(p->bytes)",

@@ -130,7 +130,13 @@ def stmt_context(S, j):
         return True
     if p == ")":
         o = S.open_of(j - 1)
-        return o is not None and o > 0 and S.txt(o - 1) in HEADER_KW
+        if o is None or o == 0:
+            return False
+        if S.txt(o - 1) in HEADER_KW:
+            return True
+        # an iterator macro used as a loop header: list_for_each_entry(...) stmt
+        return S.toks[o - 1].kind == "id" and (o < 2 or S.txt(o - 2) in STMT_START or
+                                               S.txt(o - 2) in (":", ")"))
     return False
 
 

@@ -437,6 +437,12 @@ def cover_text(plan, groups, skipped, cps, kv, pv, sites, applied, texts):
         "from the code: the locks held at each access (including locks held "
         "by every caller), the lock held by the field's writes, and the "
         "declared owner, handler, init and teardown facts."))
+    paras.append(_wrap(
+        "Review every hunk: the protection of a field is inferred from the "
+        "code, and the analysis has known false-positive classes (objects "
+        "ordered by the transaction or I/O life cycle rather than a lock, "
+        "fields used only by their owning task, different objects of one "
+        "type); lkmm-mark's README and hand review list them."))
     tl = ["%d patches, %d sites:" % (len(groups), nsites)]
     for a in ACTION_ORDER:
         if acts[a]:
