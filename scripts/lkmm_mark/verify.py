@@ -1050,7 +1050,7 @@ def _secs(s):
 
 # Defaults of `verify --kcsan` (the tuning that found the most btrfs races here,
 # see qemu-test/README.md).
-KCSAN_DEFAULTS = dict(kcsan_secs=180, kcsan_smp=4, kcsan_params="", kcsan_scope="btrfs",
+KCSAN_DEFAULTS = dict(kcsan_secs=900, kcsan_smp=4, kcsan_params="skip_watch:50", kcsan_scope="btrfs",
                       kcsan_profile="kcsan")
 
 
