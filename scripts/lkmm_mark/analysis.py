@@ -517,32 +517,13 @@ class Analysis:
                 yield ("returned", k)
                 continue
             # the innermost enclosing call and whether `name` is a whole argument
-            depth = 0
-            j = k - 1
-            while j > lo:
-                x = toks[j].text
-                if x == ")":
-                    depth += 1
-                elif x == "(":
-                    if depth == 0:
-                        break
-                    depth -= 1
-                elif x in (";", "{", "}") and depth == 0:
-                    j = lo
-                    break
-                j -= 1
-            if j <= lo or toks[j - 1].kind != "id" or toks[j - 1].text in KEYWORDS:
+            c = self._call_arg(toks, k, lo)
+            if c is None or c[0] in KEYWORDS or c[0] in self.P.lockfns:
                 continue
-            callee = toks[j - 1].text
-            if callee in self.P.lockfns:
-                continue
-            end = csrc.match_paren(toks, j)
-            for n, (a, b) in enumerate(_split(toks, j + 1, end)):
-                if a <= k < b:
-                    if b - a == 1:
-                        yield ("arg", (callee, n))
-                    else:
-                        yield ("other-arg", callee)
+            if c[2]:
+                yield ("arg", c[:2])
+            else:
+                yield ("other-arg", c[0])
 
     def param_escapes(self):
         """(file, function, index) of parameters whose object may outlive
@@ -880,8 +861,8 @@ class Analysis:
         return c[0] if c else None
 
     def _call_arg(self, toks, k, lo):
-        """(callee, argument index) of the call whose argument list directly
-        holds toks[k], or None."""
+        """(callee, argument index, whether toks[k] is the whole argument) of
+        the call whose argument list directly holds toks[k], or None."""
         depth = 0
         j = k - 1
         while j > lo:
@@ -894,7 +875,7 @@ class Analysis:
                         return None
                     for n, (a, b) in enumerate(_split(toks, j + 1, csrc.match_paren(toks, j))):
                         if a <= k < b:
-                            return (toks[j - 1].text, n)
+                            return (toks[j - 1].text, n, b - a == 1)
                     return None
                 depth -= 1
             elif x in (";", "{", "}") and depth == 0:

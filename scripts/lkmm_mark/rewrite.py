@@ -15,9 +15,10 @@ A site that cannot be rewritten safely (a store inside a larger expression,
 a chained or comma assignment, an already marked access) is skipped with a
 reason; skipped sites are listed in the cover letter and stay in the report.
 """
+import bisect
 import re
 
-from .csrc import tokenize, match_paren
+from .csrc import tokenize
 
 MARKERS = ("READ_ONCE", "WRITE_ONCE", "data_race")
 ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
@@ -48,7 +49,6 @@ class Source:
         for m in re.finditer("\n", text):
             self.starts.append(m.end())
         self.at = {(t.line, t.col): i for i, t in enumerate(self.toks)}
-        self._close = {}
 
     def off(self, i):
         t = self.toks[i]
@@ -81,10 +81,6 @@ class Source:
                     return j
         return None
 
-    def close_of(self, k):
-        if k not in self._close:
-            self._close[k] = match_paren(self.toks, k)
-        return self._close[k]
 
 
 def base_start(S, op):
@@ -497,7 +493,6 @@ def wrap_line(line, limit=80):
 
 def _chunks(E, items):
     """Line-aligned [lo, hi) ranges of the text that no edit crosses."""
-    import bisect
     S = E.S
     cross = set()
     for it in items:
@@ -519,7 +514,6 @@ def render_file(E, keys, wrap=True):
     touched = sorted({it[2] for it in its} | {it[5] for it in its})
     out = []
     S = E.S
-    import bisect
     for lo, hi in _chunks(E, its):
         a = bisect.bisect_left(touched, lo)
         if a >= len(touched) or touched[a] >= hi:
@@ -534,7 +528,6 @@ def long_line_keys(E, keys):
     """Keys of the sites in chunks that render to a line over 100 columns."""
     its = [it for it in E.items if it[0] in keys]
     bad = set()
-    import bisect
     touched = sorted({it[2] for it in its})
     for lo, hi in _chunks(E, its):
         a = bisect.bisect_left(touched, lo)

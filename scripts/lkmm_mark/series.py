@@ -81,7 +81,6 @@ def compute_edits(tree, sites, comments):
         edits[f] = E
         applied.update(app)
         skipped.update(sk)
-    # an owner-read comment belongs to a patch only with its field's marks
     return edits, applied, skipped
 
 
@@ -483,7 +482,7 @@ def cover_text(plan, groups, skipped, cps, kv, pv, sites, applied, texts):
     return "\n\n".join(paras)
 
 
-def summary_lines(groups, paths):
+def summary_lines(groups):
     out = []
     for i, g in enumerate(groups):
         c = collections.Counter(s["action"] for s in g["sites"] if s["rule"] != "owner-read")
@@ -540,7 +539,7 @@ def cmd_series(args):
             print("%s is current: %d patches" % (out_dir, len(new) - 1))
             return 0
     groups, skipped, cps, paths = write_series(tree, plan, args, out_dir)
-    for l in summary_lines(groups, paths):
+    for l in summary_lines(groups):
         print(l)
     bad = [(n, c) for n, c in cps if c["ERROR"] or c["WARNING"]]
     nsites = sum(1 for g in groups for s in g["sites"] if s["rule"] != "owner-read")
