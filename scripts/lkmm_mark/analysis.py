@@ -1039,6 +1039,7 @@ class Analysis:
         """Functions registered as concurrent entry points (policies 'contexts'),
         with their callees up to context_depth."""
         roots = {}
+        any_time = set()
         for f, toks in self.src.toks.items():
             for i, t in enumerate(toks):
                 if t.kind != "id" or i + 1 >= len(toks) or toks[i + 1].text != "(":
@@ -1055,6 +1056,8 @@ class Analysis:
                                     self.src.by_name:
                                 roots.setdefault(toks[a].text, "%s handler (%s at %s:%d)" % (
                                     c["context"], c["call"], _short(f), t.line))
+                                if c.get("any_time"):
+                                    any_time.add(toks[a].text)
         for h in self.P.handlers:
             for fn in h["functions"]:
                 roots.setdefault(fn, "%s handler (declared)" % h["context"])
@@ -1072,6 +1075,10 @@ class Analysis:
                             ctx[callee] = "called from %s" % roots.get(fn, ctx[fn])
                             nxt.append(callee)
             frontier = nxt
+        # handlers that run at any time, relative to everything else (a
+        # sysfs show handler): their own loads, not their callees', which
+        # also run from other places
+        self.any_time = any_time
         return ctx
 
     # ------------------------------------------------------------ inference
@@ -1177,7 +1184,7 @@ class Analysis:
         ctx_w = [w for w in writes if w.fn in ctxfns]
         atomics = [m for m in marked if m.kind == "atomic" and
                    not m.macro.startswith(("test_bit", "wait_on_bit"))]
-        ctx_r = [r for r in reads if r.fn in ctxfns]
+        ctx_r = [r for r in reads if r.fn in self.any_time]
         handler = self.handler_of(name)
         info["handler"] = handler
         if handler:
@@ -1219,7 +1226,15 @@ class Analysis:
         elif ctx_w and any(r.fn not in {w.fn for w in ctx_w} for r in reads):
             info["class"] = "context-shared"
             a = ctx_w[0]
-            info["evidence"].append("written in %s(), a %s" % (a.fn, ctxfns[a.fn]))
+            info["evidence"].append("written in %s(), %s" % (a.fn, _a(ctxfns[a.fn])))
+        elif ctx_r and any(w.fn not in {r.fn for r in ctx_r} for w in writes):
+            # read by a handler that runs at any time (a sysfs show
+            # handler) and written elsewhere: the handler's loads race with
+            # those stores
+            info["class"] = "context-read"
+            a = ctx_r[0]
+            info["ctx_read_fns"] = sorted({r.fn for r in ctx_r})
+            info["evidence"].append("read in %s(), %s" % (a.fn, _a(ctxfns[a.fn])))
         else:
             info["class"] = "no-lock-evidence"
         info["locked_writes"] = len(locked_w)
@@ -1317,6 +1332,11 @@ class Analysis:
                 a.reason += " (owner: %s)" % owner["reason"]
             return
         # reads
+        if cls == "context-read" and a.fn not in info["ctx_read_fns"]:
+            a.action, a.rule = "none", "context-read-plain"
+            a.reason = "%s: %s; this read is not in a handler, and nothing shows it " \
+                "concurrent with the stores" % (name, ev)
+            return
         if is_owner:
             a.action, a.rule = "none", "owner-read"
             a.reason = "read by the owner of %s (%s)" % (name, owner["reason"])
@@ -1397,6 +1417,11 @@ class Analysis:
         self.apply_exclusions()
         self.infer()
         return self
+
+
+def _a(what):
+    """'a sysfs handler (...)', but 'called from ...' as it is."""
+    return what if what.startswith("called from") else "a " + what
 
 
 def _holds_any(a, locks):
