@@ -55,10 +55,12 @@ class Source:
         self.struct_files = {}
         self.typedefs = {}
         self.pos = {}            # file -> {(line, col): token index}
+        self.file_structs = {}   # file -> the structs it defines
         for f in files:
             with open(os.path.join(tree, f), errors="replace") as fh:
                 text = fh.read()
             toks = csrc.tokenize(text)
+            csrc.index_parens(toks)
             self.text[f] = text
             self.toks[f] = toks
             self.pos[f] = {(t.line, t.col): i for i, t in enumerate(toks)}
@@ -73,29 +75,42 @@ class Source:
                 self.funcs[(f, fn.name)] = fn
                 self.by_name[fn.name].append(fn)
             csrc.parse_typedefs(toks, self.typedefs)
-            before = set(self.structs)
-            csrc.parse_structs(toks, f, self.structs)
-            for s in set(self.structs) - before:
-                self.struct_files[s] = f
-        csrc.finish_structs(self.structs, self.typedefs)
+            local = {}
+            csrc.parse_structs(toks, f, local)
+            for s, members in local.items():
+                if s not in self.structs or not self.structs[s]:
+                    self.structs[s] = members
+                    self.struct_files[s] = f
+            self.file_structs[f] = local
+        for local in self.file_structs.values():
+            csrc.finish_structs(local, self.typedefs)
 
-    def member(self, struct, field):
-        s = self.structs.get(struct)
+    def member(self, struct, field, file=None):
+        """The member of struct; a struct that file defines itself (three
+        .c files each define their own 'struct workspace') comes first."""
+        s = self.file_structs.get(file, {}).get(struct) if file else None
+        if not s:
+            s = self.structs.get(struct)
         if s is None:
             return None
         return s.get(field)
 
 
 class Analysis:
-    def __init__(self, tree, target, facts, policies, files):
+    def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")
         self.P = policies
-        self.src = Source(tree, files)
+        self.src = src if src is not None else Source(tree, files)
         self.facts = facts
         self.accesses = []
         self.not_analysed = []
         self.fields = {}
+        self._idcache = {}
+        self._argcache = {}
+        self._ppcache = {}
+        self._paramcache = {}
+        self._ftypes = {}
 
     # ---------------------------------------------------------------- facts
     def build_accesses(self):
@@ -108,8 +123,7 @@ class Analysis:
             # expression: both end at the end of the field name.
             k = (r["file"], r["eline"], r["ecol"])
             if r["k"] == "acc":
-                # typed and untyped rules both report a typed access
-                if k not in acc or (r["type"] and not acc[k]["type"]):
+                if k not in acc:
                     acc[k] = r
             elif r["k"] == "fn":
                 spatch_fns.add((r["file"], r["name"]))
@@ -118,7 +132,7 @@ class Analysis:
                 macros.setdefault(k, r["macro"])
             else:
                 kinds[k].add(r["k"])
-        self.by_range = acc
+        self.by_range = {}
         for (f, name), fn in sorted(self.src.funcs.items(), key=lambda x: (x[0][0], x[1].line)):
             if (f, name) not in spatch_fns:
                 self.not_analysed.append((f, fn.line, name))
@@ -129,12 +143,15 @@ class Analysis:
             a.file, a.line, a.col, a.eline, a.ecol = (r["file"], r["line"], r["col"],
                                                       r["eline"], r["ecol"])
             a.fn = r["fn"]
-            a.field = r["field"]
-            a.base = r["base"]
-            a.struct = csrc.struct_name(r["type"]) if r["type"] else None
+            if "field" in r:
+                a.field, a.base = r["field"], r["base"]
+            else:
+                a.field, a.base = self._field_base(a.file, a.line, a.col)
+            a.struct = csrc.struct_name(r["type"]) if r.get("type") else None
             if a.struct is None:
-                a.struct = self.resolve_base(a.file, a.fn, r["base"])
+                a.struct = self.resolve_base(a.file, a.fn, a.base)
             a.struct_known = a.struct is not None
+            self.by_range[k] = a
             ks = kinds.get(k, set())
             a.macro = macros.get(k)
             if "sizeof" in ks:
@@ -161,9 +178,25 @@ class Analysis:
             self.accesses.append(a)
         self.accesses.sort(key=lambda a: a.key())
 
+    def _field_base(self, file, line, col):
+        """The field name at line:col (spatch's position of E->f) and the
+        text of its base expression E, tokens separated by spaces."""
+        toks = self.src.toks[file]
+        k = self.src.pos[file].get((line, col))
+        if k is None:
+            # inside a #define: read the tokens of that line
+            lines = self.src.text[file].split("\n")
+            toks = csrc.tokenize(lines[line - 1]) if line <= len(lines) else []
+            k = next((i for i, t in enumerate(toks) if t.col == col), None)
+        if k is None or k == 0 or toks[k].kind != "id" or toks[k - 1].text not in ("->", "."):
+            return (toks[k].text if k is not None else ""), ""
+        b = csrc.base_start(toks, k - 1)
+        return toks[k].text, (" ".join(t.text for t in toks[b:k - 1]) if b is not None else "")
+
     # ------------------------------------------------------ type resolution
     def _decl_types(self, func):
-        """identifier -> struct name, from the parameters and locals of func."""
+        """identifier -> struct name, from the parameters and locals of func
+        (and the file's own top-level declarations)."""
         if func is None:
             return {}
         cache = getattr(func, "_types", None)
@@ -176,17 +209,27 @@ class Analysis:
                              and toks[i + 1].text == "("):
             i -= 1
         types = {}
-        for k in range(i, func.body_end):
-            if toks[k].text in ("struct", "union") and k + 2 < func.body_end \
-                    and toks[k + 1].kind == "id":
-                j = k + 2
-                while j < func.body_end and toks[j].text in ("*", "const", "__rcu"):
-                    j += 1
-                if j < func.body_end and toks[j].kind == "id" and toks[j + 1].text in \
-                        (",", ";", ")", "=", "["):
-                    types.setdefault(toks[j].text, toks[k + 1].text)
+        _scan_decls(toks, i, func.body_end, func.body_start, types)
+        for k, v in self._file_types(func.file).items():
+            types.setdefault(k, v)
         func._types = types
         return types
+
+    def _file_types(self, file):
+        """Top-level 'struct x *name...;' declarations of file."""
+        c = self._ftypes.get(file)
+        if c is None:
+            c = {}
+            toks = self.src.toks[file]
+            bodies = sorted((fn.body_start, fn.body_end) for fn in self.src.funcs.values()
+                            if fn.file == file)
+            lo = 0
+            for a, b in bodies + [(len(toks), len(toks))]:
+                if a > lo:
+                    _scan_decls(toks, lo, a, lo, c)
+                lo = max(lo, b + 1)
+            self._ftypes[file] = c
+        return c
 
     def resolve_base(self, file, fn, base):
         """Struct name of a base expression spatch could not type."""
@@ -222,10 +265,20 @@ class Analysis:
             cur.append(t)
         parts.append(cur)
         head = parts[0]
-        while head and head[0] == "(" and head[-1] == ")":
-            head = head[1:-1]
         st = None
-        if len(head) == 1:
+        while head:
+            if head[0] == "(" and head[-1] == ")":
+                head = head[1:-1]
+            elif head[0] in ("*", "&"):
+                head = head[1:]
+            elif head[-1] == "]" and "[" in head:
+                head = head[:len(head) - head[::-1].index("[") - 1]
+            else:
+                break
+        if len(head) >= 4 and head[0] == "(" and head[1] in ("struct", "union") and \
+                ")" in head:
+            st = head[2]                        # (struct x *)e
+        elif len(head) == 1:
             st = self._decl_types(func).get(head[0])
         elif len(head) >= 3 and head[1] == "(":
             cands = self.src.by_name.get(head[0], [])
@@ -236,7 +289,7 @@ class Analysis:
         for p in parts[1:]:
             if st is None or not p:
                 return None
-            m = self.src.member(st, p[0])
+            m = self.src.member(st, p[0], file)
             if m is None:
                 return None
             st = csrc.struct_name(m.type)
@@ -256,9 +309,7 @@ class Analysis:
         first, last = toks[a], toks[b - 1]
         r = self.by_range.get((file, last.line, last.ecol))
         if r is not None:
-            st = csrc.struct_name(r["type"]) if r["type"] else \
-                self.resolve_base(file, r["fn"], r["base"])
-            return "%s.%s" % (st or "?", r["field"])
+            return "%s.%s" % (r.struct or "?", r.field)
         text = "".join(t.text for t in toks[a:b])
         if "->" in text or "." in text:
             return "?." + text.replace("->", ".").split(".")[-1]
@@ -458,6 +509,12 @@ class Analysis:
 
     def params(self, fn):
         """Parameter names of fn, in order (None where there is no name)."""
+        c = self._paramcache.get((fn.file, fn.body_start))
+        if c is None:
+            c = self._paramcache[(fn.file, fn.body_start)] = self._params(fn)
+        return c
+
+    def _params(self, fn):
         toks = self.src.toks[fn.file]
         i = fn.body_start - 1
         while i > 0 and not (toks[i].kind == "id" and toks[i].text == fn.name
@@ -491,16 +548,26 @@ class Analysis:
              if not f.static or f.file == caller.file or f.file.endswith(".h")]
         return c
 
+    def _ids(self, fn):
+        """identifier -> token indices inside fn's body, in order."""
+        key = (fn.file, fn.body_start)
+        c = self._idcache.get(key)
+        if c is None:
+            c = collections.defaultdict(list)
+            toks = self.src.toks[fn.file]
+            for k in range(fn.body_start + 1, fn.body_end):
+                if toks[k].kind == "id":
+                    c[toks[k].text].append(k)
+            self._idcache[key] = c
+        return c
+
     def _bare_uses(self, fn, name):
         """How the variable `name` itself (not *name, name->f) is used in
         fn: yields (kind, info) with kind 'assigned', 'stored', 'returned',
         'arg' (callee, index) or 'other-arg'."""
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
-        for k in range(lo + 1, hi):
-            t = toks[k]
-            if t.kind != "id" or t.text != name:
-                continue
+        for k in self._ids(fn).get(name, ()):
             prev, nxt = toks[k - 1].text, toks[k + 1].text
             if prev in (".", "->") or nxt in ("->", ".", "[", "("):
                 continue
@@ -581,21 +648,44 @@ class Analysis:
         """Why argument n of the call at toks[k] is an object private to
         the caller, with the kind of its origin; or None."""
         toks = self.src.toks[caller.file]
-        if k + 1 >= len(toks) or toks[k + 1].text != "(":
-            return None
-        args = _split(toks, k + 2, csrc.match_paren(toks, k + 1))
-        if n >= len(args):
+        args = self._call_args(caller.file, k)
+        if args is None or n >= len(args):
             return None
         a, b = args[n]
         if b - a == 1 and toks[a].text == "NULL":
             return ("no object (NULL)", "alloc")
-        priv = self._private_of(caller)
-        if b - a == 2 and toks[a].text == "&" and priv.get(toks[a + 1].text, ("",))[0] == \
-                "stack object":
-            return priv[toks[a + 1].text]
-        if b - a == 1 and toks[a].text in priv and priv[toks[a].text][0] != "stack object":
-            return priv[toks[a].text]
+        if b - a == 2 and toks[a].text == "&":
+            r = self._private_name(caller, toks[a + 1].text)
+            return r if r is not None and r[0] == "stack object" else None
+        if b - a == 1:
+            r = self._private_name(caller, toks[a].text)
+            return r if r is not None and r[0] != "stack object" else None
         return None
+
+    def _call_args(self, file, k):
+        """Argument token ranges of the call whose name is toks[k], or None."""
+        key = (file, k)
+        c = self._argcache.get(key, False)
+        if c is False:
+            toks = self.src.toks[file]
+            if k + 1 >= len(toks) or toks[k + 1].text != "(":
+                c = None
+            else:
+                c = _split(toks, k + 2, csrc.match_paren(toks, k + 1))
+            self._argcache[key] = c
+        return c
+
+    def _private_name(self, fn, name):
+        """(what, origin) when name is an object private to fn, else None."""
+        key = (fn.file, fn.name)
+        r = self.priv_params.get(key, {}).get(name)
+        if r is not None:
+            return r
+        c = self._privcache.get(key)
+        if c is None:
+            self._private_of(fn)
+            c = self._privcache[key]
+        return c.get(name)
 
     def _private_of(self, fn):
         """name -> (what, origin kind 'stack'/'alloc') for the objects private
@@ -617,6 +707,7 @@ class Analysis:
         point).  Such a parameter is as private as the caller's object."""
         self._privcache = {}
         self.priv_params = {}
+        assigned = {}
         for _ in range(20):
             changed = False
             for key, fn in self.src.funcs.items():
@@ -630,7 +721,10 @@ class Analysis:
                 for n, p in enumerate(names):
                     if not p or p in mine:
                         continue
-                    if any(kind == "assigned" for kind, _ in self._bare_uses(fn, p)):
+                    ak = key + (p,)
+                    if ak not in assigned:
+                        assigned[ak] = any(kind == "assigned" for kind, _ in self._bare_uses(fn, p))
+                    if assigned[ak]:
                         continue
                     why = []
                     for (caller, st, k) in sites:
@@ -711,15 +805,18 @@ class Analysis:
         """The call at toks[k] hands the callee an object that lives on the
         caller's stack (directly, or through the caller's private
         parameters): it says nothing about the locks of shared objects."""
-        toks = self.src.toks[caller.file]
-        if k + 1 >= len(toks) or toks[k + 1].text != "(":
-            return False
-        end = csrc.match_paren(toks, k + 1)
-        for n in range(len(_split(toks, k + 2, end))):
-            r = self._arg_private(caller, k, n)
-            if r is not None and r[1] == "stack":
-                return True
-        return False
+        key = (caller.file, k)
+        c = self._ppcache.get(key)
+        if c is None:
+            args = self._call_args(caller.file, k)
+            c = False
+            for n in range(len(args or ())):
+                r = self._arg_private(caller, k, n)
+                if r is not None and r[1] == "stack":
+                    c = True
+                    break
+            self._ppcache[key] = c
+        return c
 
     def _annot_lock(self, fn, toks):
         text = [t for t in toks]
@@ -776,42 +873,47 @@ class Analysis:
         """Functions returning an object they allocated: 'x = kzalloc(); ...
         return x;' (and constructors of constructors), or that they
         unlinked from its tree: 'rb_erase(&x->node, root); ... return x;'."""
+        pre = []
+        for key, fn in self.src.funcs.items():
+            if "*" not in fn.ret:
+                continue
+            toks = self.src.toks[fn.file]
+            assigns = []                                # x = f(...)
+            unlinked = set()
+            entry_of = collections.defaultdict(set)   # node var -> x = rb_entry(node, ..)
+            for k in range(fn.body_start, fn.body_end - 3):
+                t = toks[k]
+                if t.kind == "id" and toks[k + 1].text == "=" and toks[k + 3].text == "(":
+                    assigns.append((t.text, toks[k + 2].text))
+            for k in range(fn.body_start, fn.body_end - 4):
+                if toks[k].kind == "id" and toks[k + 1].text == "=" and \
+                        toks[k + 2].text in ("rb_entry", "container_of") and \
+                        toks[k + 3].text == "(" and toks[k + 4].kind == "id":
+                    entry_of[toks[k + 4].text].add(toks[k].text)
+            # an object unlinked from the tree that indexed it (under
+            # the tree's lock) and handed to the caller: the caller owns it
+            for k in range(fn.body_start, fn.body_end - 4):
+                if toks[k].text in self.P.unlinkers and toks[k + 1].text == "(":
+                    if toks[k + 2].text == "&" and toks[k + 3].kind == "id" and \
+                            toks[k + 4].text == "->":
+                        unlinked.add(toks[k + 3].text)
+                    elif toks[k + 2].kind == "id" and toks[k + 3].text == ",":
+                        unlinked.update(entry_of.get(toks[k + 2].text, ()))
+            rets = {toks[k + 1].text for k in range(fn.body_start, fn.body_end - 2)
+                    if toks[k].text == "return" and toks[k + 2].text == ";"}
+            ret_calls = {toks[k + 1].text for k in range(fn.body_start, fn.body_end - 2)
+                         if toks[k].text == "return"}
+            pre.append((fn.name, assigns, unlinked, rets, ret_calls))
+        allocs = self.P.allocators
         cons = set()
         for _ in range(5):
             new = set(cons)
-            for key, fn in self.src.funcs.items():
-                if fn.name in new:
+            for name, assigns, unlinked, rets, ret_calls in pre:
+                if name in new:
                     continue
-                toks = self.src.toks[fn.file]
-                alloc = set()
-                for k in range(fn.body_start, fn.body_end - 3):
-                    t = toks[k]
-                    if t.kind == "id" and toks[k + 1].text == "=" and toks[k + 3].text == "(" \
-                            and (toks[k + 2].text in self.P.allocators or
-                                 toks[k + 2].text in cons):
-                        alloc.add(t.text)
-                # an object unlinked from the tree that indexed it (under
-                # the tree's lock) and handed to the caller: the caller owns it
-                entry_of = collections.defaultdict(set)   # node var -> x = rb_entry(node, ..)
-                for k in range(fn.body_start, fn.body_end - 4):
-                    if toks[k].kind == "id" and toks[k + 1].text == "=" and \
-                            toks[k + 2].text in ("rb_entry", "container_of") and \
-                            toks[k + 3].text == "(" and toks[k + 4].kind == "id":
-                        entry_of[toks[k + 4].text].add(toks[k].text)
-                for k in range(fn.body_start, fn.body_end - 4):
-                    if toks[k].text in self.P.unlinkers and toks[k + 1].text == "(":
-                        if toks[k + 2].text == "&" and toks[k + 3].kind == "id" and \
-                                toks[k + 4].text == "->":
-                            alloc.add(toks[k + 3].text)
-                        elif toks[k + 2].kind == "id" and toks[k + 3].text == ",":
-                            alloc.update(entry_of.get(toks[k + 2].text, ()))
-                rets = [toks[k + 1].text for k in range(fn.body_start, fn.body_end - 2)
-                        if toks[k].text == "return" and toks[k + 2].text == ";"]
-                direct = any(toks[k].text == "return" and (toks[k + 1].text in self.P.allocators
-                                                           or toks[k + 1].text in cons)
-                             for k in range(fn.body_start, fn.body_end - 2))
-                if (direct or any(r in alloc for r in rets)) and "*" in fn.ret:
-                    new.add(fn.name)
+                made = {v for v, c in assigns if c in allocs or c in cons} | unlinked
+                if any(c in allocs or c in cons for c in ret_calls) or rets & made:
+                    new.add(name)
             if new == cons:
                 break
             cons = new
@@ -940,7 +1042,7 @@ class Analysis:
                 a.exclusion = ("outside-target", "struct %s is not defined under %s"
                                % (a.struct, self.target))
                 continue
-            m = self.src.member(a.struct, a.field)
+            m = self.src.member(a.struct, a.field, a.file)
             if m is None:
                 a.exclusion = ("unknown-type", "no member %s in struct %s" % (a.field, a.struct))
                 continue
@@ -1419,6 +1521,34 @@ class Analysis:
         return self
 
 
+def _scan_decls(toks, lo, hi, body, types):
+    """Record 'struct x *a, b[N], *c = ...' declarations in toks[lo:hi]
+    into types (name -> 'x').  Before index body (a parameter list) each
+    'struct x' declares one name."""
+    for k in range(lo, hi - 2):
+        if toks[k].text not in ("struct", "union") or toks[k + 1].kind != "id":
+            continue
+        st = toks[k + 1].text
+        j = k + 2
+        while True:
+            while j < hi and toks[j].text in ("*", "const", "__rcu"):
+                j += 1
+            if not (j + 1 < hi and toks[j].kind == "id" and
+                    toks[j + 1].text in (",", ";", ")", "=", "[")):
+                break
+            types.setdefault(toks[j].text, st)
+            if k < body:
+                break
+            m = j + 1
+            while m < hi and toks[m].text not in (",", ";"):
+                if toks[m].text in ("(", "[", "{"):
+                    m = csrc.match_paren(toks, m)
+                m += 1
+            if m >= hi or toks[m].text != ",":
+                break
+            j = m + 1
+
+
 def _a(what):
     """'a sysfs handler (...)', but 'called from ...' as it is."""
     return what if what.startswith("called from") else "a " + what
@@ -1441,18 +1571,21 @@ def _root(base):
 
 
 def _split(toks, lo, hi):
+    """(start, end) token ranges of the comma-separated items in lo..hi."""
     out = []
-    depth = 0
-    start = lo
-    for k in range(lo, hi):
+    start = k = lo
+    while k < hi:
         x = toks[k].text
-        if x in "([{":
-            depth += 1
-        elif x in ")]}":
-            depth -= 1
-        elif x == "," and depth == 0:
+        if x in ("(", "[", "{"):
+            m = csrc.match_paren(toks, k)
+            if m >= hi:
+                break
+            k = m + 1
+            continue
+        if x == ",":
             out.append((start, k))
             start = k + 1
+        k += 1
     if start < hi:
         out.append((start, hi))
     return out

@@ -7,7 +7,7 @@ import time
 
 from . import facts as facts_mod
 from . import policy as policy_mod
-from .analysis import Analysis
+from .analysis import Analysis, Source
 from .tree import ensure_tree, UserError, require_tools
 
 
@@ -16,9 +16,14 @@ def analyse(args, tree=None, check_tree=True):
     P = policy_mod.load(args.policies)
     if tree is None:
         tree = ensure_tree(args.tree, args.target) if check_tree else args.tree
-    recs, cached = facts_mod.run(str(tree), args.target, args.jobs, not args.no_cache)
+    job = facts_mod.start(str(tree), args.target, args.jobs, not args.no_cache)
     files = facts_mod.source_files(str(tree), args.target)
-    A = Analysis(str(tree), args.target, recs, P, files).run()
+    # read and tokenize the sources while spatch runs
+    try:
+        src = Source(str(tree), files)
+    finally:
+        recs, cached = job.result()
+    A = Analysis(str(tree), args.target, recs, P, files, src=src).run()
     A.cached = cached
     return A
 
@@ -122,7 +127,7 @@ def cmd_report(args):
 
 def plan_dict(A):
     sites = [a.as_dict() for a in A.accesses]
-    annotate_rewrite(A.tree, sites)
+    annotate_rewrite(A.tree, sites, A.src)
     fields = {}
     for k, v in sorted(A.fields.items()):
         d = dict(v)
@@ -136,7 +141,7 @@ def plan_dict(A):
             "not_analysed": [{"file": f, "line": l, "function": n} for f, l, n in A.not_analysed]}
 
 
-def annotate_rewrite(tree, sites):
+def annotate_rewrite(tree, sites, src=None):
     """Each planned site gets "rewrite": null when the rewrite (series and
     cocci patch mode) handles it, or why it is left for a human (a store
     inside an expression, a BUG_ON() line, a line that would pass 100
@@ -153,10 +158,13 @@ def annotate_rewrite(tree, sites):
     for f, ss in byf.items():
         try:
             with open(os.path.join(tree, f), encoding="utf-8", errors="surrogateescape") as fh:
-                src = fh.read()
+                text = fh.read()
         except OSError:
             continue
-        E, app, sk = rewrite.plan_file_edits(src, ss, comments)
+        # the analysis' tokens of the same text (read with errors="replace":
+        # the same tokens unless the file has bytes that are not UTF-8)
+        toks = src.toks.get(f) if src is not None and src.text.get(f) == text else None
+        E, app, sk = rewrite.plan_file_edits(text, ss, comments, toks)
         why.update(sk)
         nested.update(rewrite.nested_outer(E, app))
     for s in sites:

@@ -70,8 +70,92 @@ def tokenize(src):
     return toks
 
 
+_TABLES = {}
+
+
+def index_parens(toks):
+    """Precompute match_paren() for every bracket of toks (a file's token
+    list that lives as long as the analysis)."""
+    n = len(toks)
+    tab = [n] * n
+    stacks = {"(": [], "[": [], "{": []}
+    close = {")": "(", "]": "[", "}": "{"}
+    back = [-1] * n
+    for i, t in enumerate(toks):
+        x = t.text
+        if x in stacks:
+            stacks[x].append(i)
+        elif x in close:
+            st = stacks[close[x]]
+            if st:
+                o = st.pop()
+                tab[o] = i
+                back[i] = o
+    _TABLES[id(toks)] = (toks, tab, back)
+
+
+def open_of(toks, i):
+    """Index of the bracket opening the closing bracket toks[i], or -1."""
+    t = _TABLES.get(id(toks))
+    if t is not None and t[0] is toks:
+        return t[2][i]
+    close = toks[i].text
+    open_ = {")": "(", "]": "[", "}": "{"}[close]
+    depth = 0
+    while i >= 0:
+        x = toks[i].text
+        if x == close:
+            depth += 1
+        elif x == open_:
+            depth -= 1
+            if depth == 0:
+                return i
+        i -= 1
+    return -1
+
+
+_NOT_CALL = {"if", "while", "for", "switch", "return", "sizeof", "typeof", "__typeof__",
+             "case", "do", "else"}
+
+
+def base_start(toks, k):
+    """Start index of the postfix expression ending at toks[k - 1], the
+    base of the member access whose '->' or '.' is toks[k]: 'a', 'f(x)',
+    '(*p)', 'a->b[i]', 'x.y'.  None when it is not one."""
+    j = k - 1
+    while j >= 0:
+        t = toks[j]
+        if t.text == "]":
+            o = open_of(toks, j)
+            if o <= 0:
+                return None
+            j = o - 1
+            continue
+        if t.text == ")":
+            o = open_of(toks, j)
+            if o < 0:
+                return None
+            if o > 0 and toks[o - 1].kind == "id" and toks[o - 1].text not in _NOT_CALL:
+                j = o - 1               # a call: f(...)
+            elif o > 0 and toks[o - 1].text == ")":
+                j = o - 1               # a call through a pointer: (*fp)(...)
+                continue
+            else:
+                j = o                   # parenthesised
+        elif t.kind not in ("id", "num", "str"):
+            return None
+        if j > 0 and toks[j - 1].text in ("->", "."):
+            j -= 2
+            continue
+        return j
+    return None
+
+
 def match_paren(toks, i):
     """Index of the bracket closing toks[i] ('(' '[' '{'), or len(toks)."""
+    t = _TABLES.get(id(toks))
+    if t is not None and t[0] is toks:
+        return t[1][i]
     open_ = toks[i].text
     close = {"(": ")", "[": "]", "{": "}"}[open_]
     depth = 0

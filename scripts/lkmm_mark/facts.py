@@ -61,52 +61,88 @@ def facts_key(tree, target, files=None):
 
 def run(tree, target, jobs=0, use_cache=True):
     """Access facts for every file under target: (records, from_cache)."""
+    return start(tree, target, jobs, use_cache).result()
+
+
+class _Done:
+    def __init__(self, recs):
+        self.recs = recs
+
+    def result(self):
+        return self.recs, True
+
+
+class _Running:
+    """A facts pass running in the background (spatch works while the
+    caller reads the sources)."""
+
+    def __init__(self, tree, target, files, jobs, cfile):
+        self.tmp = tempfile.mkdtemp(prefix="lkmm-facts-")
+        self.target = target
+        self.cfile = cfile
+        env = dict(os.environ, LKMM_FACTS_DIR=self.tmp)
+        log("spatch facts pass over %s (%d files, %d jobs)" % (target, len(files), jobs))
+        self.t0 = time.time()
+        self.err = tempfile.TemporaryFile(mode="w+")
+        try:
+            self.proc = subprocess.Popen(spatch_args(tree, target, jobs), cwd=tree, env=env,
+                                         stdout=subprocess.DEVNULL, stderr=self.err, text=True)
+        except BaseException:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
+
+    def result(self):
+        try:
+            rc = self.proc.wait()
+            if rc != 0:
+                self.err.seek(0)
+                last = (self.err.read().strip().splitlines() or ["(no output)"])[-1]
+                raise UserError("spatch failed (exit %d): %s" % (rc, last))
+            recs = []
+            seen = set()
+            for fn in sorted(glob.glob(os.path.join(self.tmp, "*.jsonl"))):
+                with open(fn) as f:
+                    for line in f:
+                        line = line.strip()
+                        if not line:
+                            continue
+                        try:
+                            rec = json.loads(line)
+                        except ValueError:
+                            continue
+                        k = (rec["k"], rec["file"], rec["line"], rec["col"], rec["eline"],
+                             rec["ecol"], rec.get("macro"), rec.get("name"))
+                        if k in seen:
+                            continue
+                        seen.add(k)
+                        recs.append(rec)
+            recs.sort(key=lambda r: (r["file"], r["line"], r["col"], r["eline"], r["ecol"],
+                                     r["k"]))
+            log("facts pass done in %.1f s: %d records" % (time.time() - self.t0, len(recs)))
+            self.cfile.parent.mkdir(parents=True, exist_ok=True)
+            tmpf = self.cfile.with_suffix(".tmp%d" % os.getpid())
+            with open(tmpf, "w") as f:
+                json.dump(recs, f)
+            os.replace(tmpf, self.cfile)
+            return recs, False
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self.err.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def start(tree, target, jobs=0, use_cache=True):
+    """Start the facts pass; .result() gives (records, from_cache)."""
     require_tools("spatch")
     files = source_files(tree, target)
     if not files:
         raise UserError("%s/%s: no .c or .h files" % (tree, target))
     jobs = jobs or os.cpu_count() or 1
     key = facts_key(tree, target, files)
-    cdir = cache_dir() / "facts"
-    cfile = cdir / (key + ".json")
+    cfile = cache_dir() / "facts" / (key + ".json")
     if use_cache and cfile.exists():
         with open(cfile) as f:
-            return json.load(f), True
-    tmp = tempfile.mkdtemp(prefix="lkmm-facts-")
-    try:
-        env = dict(os.environ, LKMM_FACTS_DIR=tmp)
-        log("spatch facts pass over %s (%d files, %d jobs)" % (target, len(files), jobs))
-        t0 = time.time()
-        r = subprocess.run(spatch_args(tree, target, jobs), cwd=tree, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if r.returncode != 0:
-            last = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise UserError("spatch failed (exit %d): %s" % (r.returncode, last))
-        recs = []
-        seen = set()
-        for fn in sorted(glob.glob(os.path.join(tmp, "*.jsonl"))):
-            with open(fn) as f:
-                for line in f:
-                    line = line.strip()
-                    if not line:
-                        continue
-                    try:
-                        rec = json.loads(line)
-                    except ValueError:
-                        continue
-                    k = (rec["k"], rec["file"], rec["line"], rec["col"], rec["eline"],
-                         rec["ecol"], rec.get("macro"), rec.get("name"))
-                    if k in seen:
-                        continue
-                    seen.add(k)
-                    recs.append(rec)
-        recs.sort(key=lambda r: (r["file"], r["line"], r["col"], r["eline"], r["ecol"], r["k"]))
-        log("facts pass done in %.1f s: %d records" % (time.time() - t0, len(recs)))
-        cdir.mkdir(parents=True, exist_ok=True)
-        tmpf = cfile.with_suffix(".tmp")
-        with open(tmpf, "w") as f:
-            json.dump(recs, f)
-        tmpf.rename(cfile)
-        return recs, False
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            return _Done(json.load(f))
+    return _Running(tree, target, files, jobs, cfile)

@@ -42,9 +42,9 @@ def width(s):
 
 
 class Source:
-    def __init__(self, text):
+    def __init__(self, text, toks=None):
         self.text = text
-        self.toks = tokenize(text)
+        self.toks = toks if toks is not None else tokenize(text)
         self.starts = [0]
         for m in re.finditer("\n", text):
             self.starts.append(m.end())
@@ -178,8 +178,8 @@ class Edits:
     """Insertions and replacements at pristine offsets, rendered for any
     subset of sites."""
 
-    def __init__(self, src):
-        self.S = Source(src)
+    def __init__(self, src, toks=None):
+        self.S = Source(src, toks)
         self.items = []   # (site_key, kind, offset, order, text, end)
         self.spans = {}   # site key -> (start of its base, end of the field)
         self.values = {}  # store key -> the range of its stored value
@@ -215,10 +215,11 @@ class Edits:
         return "".join(out)
 
 
-def plan_file_edits(src, sites, comments):
+def plan_file_edits(src, sites, comments, toks=None):
     """Edits for the sites of one file.  sites: plan dicts (action != none or
-    rule owner-read).  Returns (Edits, applied keys, {key: skip reason})."""
-    E = Edits(src)
+    rule owner-read); toks: the tokens of src, when already at hand.
+    Returns (Edits, applied keys, {key: skip reason})."""
+    E = Edits(src, toks)
     E.dr_comment = comments.get("diagnostic-read")
     S = E.S
     applied, skipped = [], {}
