@@ -420,12 +420,13 @@ static int ntun;
 static char attrs[512][512];
 static int nattrs;
 /* attributes whose show() reads fields that the file system changes all the
- * time (commit statistics, generation, block group usage, discard counters):
- * read half of the time */
+ * time (generation, block group usage, discard counters): read half of the
+ * time.  commit_stats is read at the rate of the others: as a hot attribute
+ * its one race took three quarters of the KCSAN reports of a run. */
 static int hot[512];
 static int nhot;
 static const char *const hot_names[] = {
-	"commit_stats", "generation", "used_bytes", "total_bytes", "discard_bitmap_bytes",
+	"generation", "used_bytes", "total_bytes", "discard_bitmap_bytes",
 	"discard_extent_bytes", "discardable_bytes", "discardable_extents", "disk_used",
 	"bytes_used", "bytes_may_use", "bytes_pinned", "bytes_reserved", "exclusive_operation",
 	NULL

@@ -20,6 +20,7 @@ SCHEMA = {
     "policies": list, "rules": list, "subsystem": str, "_comment": str,
     "scalar_typedefs": list, "test_dirs": list, "non_retaining_functions": list,
     "publish_functions": list, "unlink_functions": list, "sync_callers": list,
+    "assertion_calls": list,
 }
 
 
@@ -28,6 +29,7 @@ class Policies:
         self.lockfns = {}
         self.diag_calls = set()
         self.diag_prefixes = []
+        self.assertions = set()
         self.allocators = set()
         self.freers = set()
         self.lifecycle = set()
@@ -106,6 +108,7 @@ def load(pdir=None, subsystem="btrfs"):
             P.lockfns[spec["name"]] = spec
         P.diag_calls.update(d.get("diagnostic_calls", []))
         P.diag_prefixes += d.get("diagnostic_prefixes", [])
+        P.assertions.update(d.get("assertion_calls", []))
         P.allocators.update(d.get("allocators", []))
         P.freers.update(d.get("freers", []))
         P.lifecycle.update(d.get("lifecycle_functions", []))
