@@ -5,6 +5,7 @@ Input: the access facts of cocci/facts.cocci and the sources (for token
 order).  Output: a Plan, one verdict per access with a rule id from
 policies/policies.json and a reason citing the evidence.
 """
+import bisect
 import collections
 import os
 import re
@@ -143,13 +144,15 @@ class Analysis:
             a.file, a.line, a.col, a.eline, a.ecol = (r["file"], r["line"], r["col"],
                                                       r["eline"], r["ecol"])
             a.fn = r["fn"]
+            base_toks = None
             if "field" in r:
                 a.field, a.base = r["field"], r["base"]
             else:
                 a.field, a.base = self._field_base(a.file, a.line, a.col)
+                base_toks = self._last_base_toks
             a.struct = csrc.struct_name(r["type"]) if r.get("type") else None
             if a.struct is None:
-                a.struct = self.resolve_base(a.file, a.fn, a.base)
+                a.struct = self.resolve_base(a.file, a.fn, a.base, base_toks)
             a.struct_known = a.struct is not None
             self.by_range[k] = a
             ks = kinds.get(k, set())
@@ -188,10 +191,15 @@ class Analysis:
             lines = self.src.text[file].split("\n")
             toks = csrc.tokenize(lines[line - 1]) if line <= len(lines) else []
             k = next((i for i, t in enumerate(toks) if t.col == col), None)
+        self._last_base_toks = None
         if k is None or k == 0 or toks[k].kind != "id" or toks[k - 1].text not in ("->", "."):
             return (toks[k].text if k is not None else ""), ""
         b = csrc.base_start(toks, k - 1)
-        return toks[k].text, (" ".join(t.text for t in toks[b:k - 1]) if b is not None else "")
+        if b is None:
+            return toks[k].text, ""
+        bt = [t.text for t in toks[b:k - 1]]
+        self._last_base_toks = bt
+        return toks[k].text, " ".join(bt)
 
     # ------------------------------------------------------ type resolution
     def _decl_types(self, func):
@@ -231,12 +239,14 @@ class Analysis:
             self._ftypes[file] = c
         return c
 
-    def resolve_base(self, file, fn, base):
-        """Struct name of a base expression spatch could not type."""
+    def resolve_base(self, file, fn, base, toks=None):
+        """Struct name of a base expression (toks: its token texts, when
+        at hand)."""
         if not base:
             return None
         func = self.src.funcs.get((file, fn))
-        toks = [t.text for t in csrc.tokenize(base)]
+        if toks is None:
+            toks = [t.text for t in csrc.tokenize(base)]
         # READ_ONCE(e) and data_race(e) have the type of e
         while len(toks) >= 4 and toks[0] in ("READ_ONCE", "data_race") and toks[1] == "(":
             depth, end = 0, None
@@ -371,6 +381,10 @@ class Analysis:
         fns_of = collections.defaultdict(list)
         for fn in src.funcs.values():
             fns_of[fn.file].append(fn)
+        starts_of = {}
+        for f, fl in fns_of.items():
+            fl.sort(key=lambda fn: fn.body_start)
+            starts_of[f] = [fn.body_start for fn in fl]
         # a local variable or a member with a function's name is not the
         # function ('u64 entry_end = ...' next to static entry_end())
         local = {}
@@ -391,7 +405,7 @@ class Analysis:
                         not (i + 1 < len(toks) and toks[i + 1].text == "("):
                     if i > 0 and toks[i - 1].text in (".", "->"):
                         continue
-                    owner = [fn for fn in fns_of[f] if fn.body_start < i < fn.body_end]
+                    owner = _owner(fns_of[f], starts_of.get(f, []), i)
                     if owner and t.text in local.get((f, owner[0].body_start,
                                                       owner[0].body_end), ()):
                         continue
@@ -606,10 +620,11 @@ class Analysis:
                     continue
                 d = []
                 toks = self.src.toks[fn.file]
-                for k in range(fn.body_start, fn.body_end - 2):
+                for k1 in self._ids(fn).get(p, ()):
                     # &p->node linked into a shared list or tree
-                    if toks[k].text == "&" and toks[k + 1].text == p and \
-                            toks[k + 2].text in ("->", ".") and \
+                    k = k1 - 1
+                    if toks[k].text == "&" and k1 + 1 < fn.body_end - 1 and \
+                            toks[k1 + 1].text in ("->", ".") and \
                             self._published(toks, k, fn.body_start):
                         esc.add(key + (n,))
                 for kind, info in self._bare_uses(fn, p):
@@ -708,6 +723,10 @@ class Analysis:
         self._privcache = {}
         self.priv_params = {}
         assigned = {}
+        # a failed parameter is looked at again only when the private
+        # parameters of the caller that failed it have changed since
+        version = collections.Counter()
+        blocked = {}
         for _ in range(20):
             changed = False
             for key, fn in self.src.funcs.items():
@@ -726,10 +745,15 @@ class Analysis:
                         assigned[ak] = any(kind == "assigned" for kind, _ in self._bare_uses(fn, p))
                     if assigned[ak]:
                         continue
+                    b = blocked.get(ak)
+                    if b is not None and version[b[0]] == b[1]:
+                        continue
                     why = []
                     for (caller, st, k) in sites:
                         r = self._arg_private(caller, k, n)
                         if r is None:
+                            ck = (caller.file, caller.name)
+                            blocked[ak] = (ck, version[ck])
                             break
                         why.append((caller, k, r))
                     else:
@@ -740,6 +764,7 @@ class Analysis:
                                 len(why), "s" if len(why) > 1 else "", caller.name,
                                 _short(caller.file), self.src.toks[caller.file][k].line), r[1])
                         mine = self.priv_params[key]
+                        version[key] += 1
                         changed = True
             if not changed:
                 break
@@ -1286,7 +1311,10 @@ class Analysis:
         ctx_w = [w for w in writes if w.fn in ctxfns]
         atomics = [m for m in marked if m.kind == "atomic" and
                    not m.macro.startswith(("test_bit", "wait_on_bit"))]
-        ctx_r = [r for r in reads if r.fn in self.any_time]
+        m_loads = [m for m in marked if m.kind != "atomic" and m.macro not in STORE_MACROS]
+        writes_all = writes + [m for m in marked if m.macro in STORE_MACROS]
+        ctx_r = [r for r in reads + m_loads if r.fn in self.any_time]
+        ctx_w_all = [w for w in writes_all if w.fn in ctxfns]
         handler = self.handler_of(name)
         info["handler"] = handler
         if handler:
@@ -1316,6 +1344,16 @@ class Analysis:
             info["class"] = "atomic-bitops"
             info["evidence"].append("changed with %s() at %s" % (atomics[0].macro,
                                                                  atomics[0].where()))
+        elif ctx_r and not ctx_w_all and \
+                any(w.fn not in {r.fn for r in ctx_r} for w in writes_all):
+            # read by a handler that runs at any time (a sysfs show
+            # handler) and written elsewhere: the handler's loads race with
+            # those stores.  Marked loads and stores count, so a patched
+            # tree keeps the class.
+            info["class"] = "context-read"
+            a = ctx_r[0]
+            info["ctx_read_fns"] = sorted({r.fn for r in ctx_r})
+            info["evidence"].append("read in %s(), %s" % (a.fn, _a(ctxfns[a.fn])))
         elif marked:
             info["class"] = "marked-elsewhere"
             m = marked[0]
@@ -1329,14 +1367,6 @@ class Analysis:
             info["class"] = "context-shared"
             a = ctx_w[0]
             info["evidence"].append("written in %s(), %s" % (a.fn, _a(ctxfns[a.fn])))
-        elif ctx_r and any(w.fn not in {r.fn for r in ctx_r} for w in writes):
-            # read by a handler that runs at any time (a sysfs show
-            # handler) and written elsewhere: the handler's loads race with
-            # those stores
-            info["class"] = "context-read"
-            a = ctx_r[0]
-            info["ctx_read_fns"] = sorted({r.fn for r in ctx_r})
-            info["evidence"].append("read in %s(), %s" % (a.fn, _a(ctxfns[a.fn])))
         else:
             info["class"] = "no-lock-evidence"
         info["locked_writes"] = len(locked_w)
@@ -1550,6 +1580,15 @@ class Analysis:
         self.apply_exclusions()
         self.infer()
         return self
+
+
+def _owner(fns, starts, i):
+    """[the function whose body holds token i] (fns sorted by body_start,
+    bodies do not nest), or []."""
+    j = bisect.bisect_left(starts, i) - 1
+    if j >= 0 and fns[j].body_start < i < fns[j].body_end:
+        return [fns[j]]
+    return []
 
 
 def _scan_decls(toks, lo, hi, body, types):

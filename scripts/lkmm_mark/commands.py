@@ -3,6 +3,7 @@
 import json
 import os
 import sys
+import threading
 import time
 
 from . import facts as facts_mod
@@ -18,11 +19,30 @@ def analyse(args, tree=None, check_tree=True):
         tree = ensure_tree(args.tree, args.target) if check_tree else args.tree
     job = facts_mod.start(str(tree), args.target, args.jobs, not args.no_cache)
     files = facts_mod.source_files(str(tree), args.target)
-    # read and tokenize the sources while spatch runs
+    # read and tokenize the sources while spatch runs, in a thread of
+    # lower priority (Linux niceness is per thread): spatch keeps the CPUs
+    # it can use and the thread takes what is left
+    box = {}
+
+    def read_sources():
+        try:
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+            except (OSError, AttributeError):
+                pass
+            box["src"] = Source(str(tree), files)
+        except BaseException as e:      # re-raised in the caller
+            box["err"] = e
+
+    t = threading.Thread(target=read_sources, daemon=True)
+    t.start()
     try:
-        src = Source(str(tree), files)
-    finally:
         recs, cached = job.result()
+    finally:
+        t.join()
+    if "err" in box:
+        raise box["err"]
+    src = box["src"]
     A = Analysis(str(tree), args.target, recs, P, files, src=src).run()
     A.cached = cached
     return A
@@ -164,7 +184,8 @@ def annotate_rewrite(tree, sites, src=None):
         # the analysis' tokens of the same text (read with errors="replace":
         # the same tokens unless the file has bytes that are not UTF-8)
         toks = src.toks.get(f) if src is not None and src.text.get(f) == text else None
-        E, app, sk = rewrite.plan_file_edits(text, ss, comments, toks)
+        E, app, sk = rewrite.plan_file_edits(text, ss, comments, toks,
+                                             src.pos.get(f) if toks is not None else None)
         why.update(sk)
         nested.update(rewrite.nested_outer(E, app))
     for s in sites:

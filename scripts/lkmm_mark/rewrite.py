@@ -42,13 +42,13 @@ def width(s):
 
 
 class Source:
-    def __init__(self, text, toks=None):
+    def __init__(self, text, toks=None, at=None):
         self.text = text
         self.toks = toks if toks is not None else tokenize(text)
         self.starts = [0]
         for m in re.finditer("\n", text):
             self.starts.append(m.end())
-        self.at = {(t.line, t.col): i for i, t in enumerate(self.toks)}
+        self.at = at if at is not None else {(t.line, t.col): i for i, t in enumerate(self.toks)}
 
     def off(self, i):
         t = self.toks[i]
@@ -178,8 +178,8 @@ class Edits:
     """Insertions and replacements at pristine offsets, rendered for any
     subset of sites."""
 
-    def __init__(self, src, toks=None):
-        self.S = Source(src, toks)
+    def __init__(self, src, toks=None, at=None):
+        self.S = Source(src, toks, at)
         self.items = []   # (site_key, kind, offset, order, text, end)
         self.spans = {}   # site key -> (start of its base, end of the field)
         self.values = {}  # store key -> the range of its stored value
@@ -215,11 +215,11 @@ class Edits:
         return "".join(out)
 
 
-def plan_file_edits(src, sites, comments, toks=None):
+def plan_file_edits(src, sites, comments, toks=None, at=None):
     """Edits for the sites of one file.  sites: plan dicts (action != none or
     rule owner-read); toks: the tokens of src, when already at hand.
     Returns (Edits, applied keys, {key: skip reason})."""
-    E = Edits(src, toks)
+    E = Edits(src, toks, at if toks is not None else None)
     E.dr_comment = comments.get("diagnostic-read")
     S = E.S
     applied, skipped = [], {}
