@@ -148,8 +148,7 @@ class Analysis:
             if "field" in r:
                 a.field, a.base = r["field"], r["base"]
             else:
-                a.field, a.base = self._field_base(a.file, a.line, a.col)
-                base_toks = self._last_base_toks
+                a.field, a.base, base_toks = self._field_base(a.file, a.line, a.col)
             a.struct = csrc.struct_name(r["type"]) if r.get("type") else None
             if a.struct is None:
                 a.struct = self.resolve_base(a.file, a.fn, a.base, base_toks)
@@ -182,8 +181,9 @@ class Analysis:
         self.accesses.sort(key=lambda a: a.key())
 
     def _field_base(self, file, line, col):
-        """The field name at line:col (spatch's position of E->f) and the
-        text of its base expression E, tokens separated by spaces."""
+        """The field name at line:col (spatch's position of E->f), the text
+        of its base expression E (tokens separated by spaces) and those
+        tokens' texts (None when there is no base)."""
         toks = self.src.toks[file]
         k = self.src.pos[file].get((line, col))
         if k is None:
@@ -191,15 +191,13 @@ class Analysis:
             lines = self.src.text[file].split("\n")
             toks = csrc.tokenize(lines[line - 1]) if line <= len(lines) else []
             k = next((i for i, t in enumerate(toks) if t.col == col), None)
-        self._last_base_toks = None
         if k is None or k == 0 or toks[k].kind != "id" or toks[k - 1].text not in ("->", "."):
-            return (toks[k].text if k is not None else ""), ""
+            return (toks[k].text if k is not None else ""), "", None
         b = csrc.base_start(toks, k - 1)
         if b is None:
-            return toks[k].text, ""
+            return toks[k].text, "", None
         bt = [t.text for t in toks[b:k - 1]]
-        self._last_base_toks = bt
-        return toks[k].text, " ".join(bt)
+        return toks[k].text, " ".join(bt), bt
 
     # ------------------------------------------------------ type resolution
     def _decl_types(self, func):

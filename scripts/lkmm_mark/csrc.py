@@ -100,18 +100,24 @@ def open_of(toks, i):
     if t is not None and t[0] is toks:
         return t[2][i]
     close = toks[i].text
-    open_ = {")": "(", "]": "[", "}": "{"}[close]
+    return _scan(toks, i, -1, close, {")": "(", "]": "[", "}": "{"}[close], -1)
+
+
+def _scan(toks, i, step, here, other, none):
+    """Walk from toks[i] by step until the bracket 'here' at i is balanced
+    by 'other'; the index there, or none."""
     depth = 0
-    while i >= 0:
+    n = len(toks)
+    while 0 <= i < n:
         x = toks[i].text
-        if x == close:
+        if x == here:
             depth += 1
-        elif x == open_:
+        elif x == other:
             depth -= 1
             if depth == 0:
                 return i
-        i -= 1
-    return -1
+        i += step
+    return none
 
 
 _NOT_CALL = {"if", "while", "for", "switch", "return", "sizeof", "typeof", "__typeof__",
@@ -157,19 +163,7 @@ def match_paren(toks, i):
     if t is not None and t[0] is toks:
         return t[1][i]
     open_ = toks[i].text
-    close = {"(": ")", "[": "]", "{": "}"}[open_]
-    depth = 0
-    n = len(toks)
-    while i < n:
-        t = toks[i].text
-        if t == open_:
-            depth += 1
-        elif t == close:
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return n
+    return _scan(toks, i, 1, open_, {"(": ")", "[": "]", "{": "}"}[open_], len(toks))
 
 
 ANNOT = {"__must_hold", "__releases", "__acquires", "__attribute__", "__printf",
@@ -241,17 +235,8 @@ def find_functions(toks, file):
 
 
 def _open_of(toks, k, lo):
-    depth = 0
-    while k >= lo:
-        t = toks[k].text
-        if t == ")":
-            depth += 1
-        elif t == "(":
-            depth -= 1
-            if depth == 0:
-                return k
-        k -= 1
-    return None
+    o = open_of(toks, k)
+    return o if o >= lo else None
 
 
 # ---------------------------------------------------------------- structs

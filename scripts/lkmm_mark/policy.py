@@ -125,6 +125,9 @@ def load(pdir=None, subsystem="btrfs"):
             P.handlers.append(h)
         for c in d.get("contexts", []):
             _need(f, c, ("call", "args", "context"), "contexts")
+            if not isinstance(c.get("any_time", False), bool):
+                raise UserError("%s: malformed policy file: context %s: any_time must be "
+                                "true or false" % (f, c["call"]))
             P.contexts.append(c)
         for e in d.get("exceptions", []):
             _need(f, e, ("field", "reason"), "exceptions")

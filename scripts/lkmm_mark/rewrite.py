@@ -18,6 +18,7 @@ reason; skipped sites are listed in the cover letter and stay in the report.
 import bisect
 import re
 
+from . import csrc
 from .csrc import tokenize
 
 MARKERS = ("READ_ONCE", "WRITE_ONCE", "data_race")
@@ -68,50 +69,16 @@ class Source:
 
     def open_of(self, k):
         """Index of the opener matching the closer at k, or None."""
-        pair = {")": "(", "]": "[", "}": "{"}
-        want = pair[self.txt(k)]
-        depth = 0
-        for j in range(k, -1, -1):
-            x = self.txt(j)
-            if x == self.txt(k):
-                depth += 1
-            elif x == want:
-                depth -= 1
-                if depth == 0:
-                    return j
-        return None
-
+        o = csrc.open_of(self.toks, k)
+        return o if o >= 0 else None
 
 
 def base_start(S, op):
     """First token of the postfix expression whose member operator is at op."""
-    j = op - 1
-    while True:
-        if j < 0:
-            raise Skip("no base expression")
-        x = S.txt(j)
-        if x in (")", "]"):
-            o = S.open_of(j)
-            if o is None:
-                raise Skip("unbalanced base expression")
-            if x == "]":
-                j = o - 1  # array subscript: continue with what it indexes
-                continue
-            # call f(...) or parenthesised expression / cast
-            if o > 0 and S.toks[o - 1].kind == "id" and S.txt(o - 1) not in \
-                    HEADER_KW | {"return", "sizeof", "typeof", "__typeof__"}:
-                j = o - 1
-                start = j
-            else:
-                start = o
-        elif S.toks[j].kind == "id":
-            start = j
-        else:
-            raise Skip("unsupported base expression before %r" % S.txt(op))
-        if start > 0 and S.txt(start - 1) in ("->", "."):
-            j = start - 2
-            continue
-        return start
+    j = csrc.base_start(S.toks, op)
+    if j is None:
+        raise Skip("unsupported base expression before %r" % S.txt(op))
+    return j
 
 
 def stmt_context(S, j):
