@@ -29,3 +29,19 @@ class FixtureTests(unittest.TestCase):
 for _d in sorted(FIXTURES.iterdir()):
     if (_d / "expected.sites").exists():
         setattr(FixtureTests, "test_" + _d.name, _make(_d))
+
+
+class RuleCoverage(unittest.TestCase):
+    def test_every_rule_has_a_fixture(self):
+        """Every rule and exclusion of policies/policies.json is the verdict
+        of at least one site in some fixture's expected.sites."""
+        import json
+        import re
+        rules = json.loads((FIXTURES.parents[1] / "policies" / "policies.json").read_text())
+        ids = [r["id"] for r in rules["rules"]]
+        used = set()
+        for f in FIXTURES.glob("*/expected.sites"):
+            used.update(re.findall(r"\(([a-z-]+)\)\s*$", f.read_text(), re.M))
+        self.assertEqual([i for i in ids if i not in used], [],
+                         "rules no fixture exercises")
+        self.assertEqual(sorted(used - set(ids)), [], "verdict rules policies.json lacks")

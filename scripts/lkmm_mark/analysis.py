@@ -112,6 +112,8 @@ class Analysis:
         self._ppcache = {}
         self._paramcache = {}
         self._ftypes = {}
+        self._stackcache = {}
+        self.owner_read = {}
 
     # ---------------------------------------------------------------- facts
     def build_accesses(self):
@@ -518,6 +520,7 @@ class Analysis:
         self.constructors = self.find_constructors()
         self.param_escapes()
         self.private_params()
+        self.owner_params()
 
     def params(self, fn):
         """Parameter names of fn, in order (None where there is no name)."""
@@ -766,6 +769,139 @@ class Analysis:
                         changed = True
             if not changed:
                 break
+
+    def _stack_structs(self, fn):
+        """Names of the structs on fn's stack ('struct x name;'), whether or
+        not their address escapes: the task running fn owns them."""
+        key = (fn.file, fn.body_start)
+        c = self._stackcache.get(key)
+        if c is None:
+            toks = self.src.toks[fn.file]
+            c = set()
+            hi = fn.body_end
+            for k in range(fn.body_start, hi - 3):
+                if toks[k].text in ("struct", "union") and toks[k + 1].kind == "id" and \
+                        toks[k + 2].kind == "id" and toks[k + 3].text in (";", "=", ",", "["):
+                    c.add(toks[k + 2].text)
+            self._stackcache[key] = c
+        return c
+
+    def owner_params(self):
+        """Parameters that always point to an object the calling task owns:
+        every call site passes the address of a struct on its own stack, or
+        such a parameter of its own (fixed point).  A direct call runs in the
+        caller's task, so an access through such a parameter is made by the
+        object's owner, even when the object is linked into a shared list."""
+        own = {}
+        assigned = {}
+        for _ in range(20):
+            changed = False
+            for key, fn in self.src.funcs.items():
+                if fn.name in self.addr_taken or fn.name in self.macro_used or key in self.dead:
+                    continue
+                sites = self.sites_of(fn)
+                if not sites:
+                    continue
+                mine = own.get(key, {})
+                for n, p in enumerate(self.params(fn)):
+                    if not p or p in mine:
+                        continue
+                    ak = key + (p,)
+                    if ak not in assigned:
+                        assigned[ak] = any(kind == "assigned" for kind, _ in self._bare_uses(fn, p))
+                    if assigned[ak]:
+                        continue
+                    first = None
+                    for (caller, st, k) in sites:
+                        r = self._arg_owned(caller, k, n, own)
+                        if r is None:
+                            break
+                        first = first or (caller, k, r)
+                    else:
+                        caller, k, r = first
+                        own.setdefault(key, {})[p] = "%s (e.g. %s() at %s:%d)" % (
+                            r, caller.name, _short(caller.file),
+                            self.src.toks[caller.file][k].line)
+                        mine = own[key]
+                        changed = True
+            if not changed:
+                break
+        self.owned_params = own
+
+    def _arg_owned(self, caller, k, n, own):
+        toks = self.src.toks[caller.file]
+        args = self._call_args(caller.file, k)
+        if args is None or n >= len(args):
+            return None
+        a, b = args[n]
+        if b - a == 2 and toks[a].text == "&" and toks[a + 1].text in self._stack_structs(caller):
+            return "every caller passes a struct on its own stack"
+        if b - a == 1 and toks[a].text in own.get((caller.file, caller.name), {}):
+            return own[(caller.file, caller.name)][toks[a].text]
+        return None
+
+    def owner_reads(self):
+        """P1: a field whose every store is made by the task that owns the
+        object (through a struct on that task's stack or an owner
+        parameter) cannot change under that task's feet: the owner's loads
+        stay plain.  Only the owner's own reads are taken out; the stores
+        and other tasks' reads are classified as usual."""
+        def owner_root(a):
+            if a.func is None or a.struct is None:
+                return None
+            root = _root(a.base)
+            if root is None:
+                return None
+            what = None
+            if root in self._stack_structs(a.func):
+                what = "a struct on the stack of %s()" % a.fn
+            else:
+                w = self.owned_params.get((a.file, a.fn), {}).get(root)
+                if w is not None:
+                    what = "a parameter of %s() that %s" % (a.fn, w)
+            if what is None or self._private_root(a, {root: None}) is None:
+                return None
+            return root, what
+
+        self.owner_read = {}
+        byfield = collections.defaultdict(list)
+        for a in self.accesses:
+            if a.test:
+                continue
+            if a.exclusion is None or (a.exclusion[0] == "already-marked" and a.macro and
+                                       a.kind == "marked"):
+                byfield[(a.struct, a.field)].append(a)
+        for (st, fld), accs in byfield.items():
+            stores = [a for a in accs if a.kind in ("write", "rmw") or
+                      (a.kind == "marked" and a.macro in STORE_MACROS)]
+            if not stores:
+                continue
+            own = {}
+            for a in accs:
+                r = owner_root(a)
+                if r is not None:
+                    own[id(a)] = r
+            if any(id(w) not in own for w in stores):
+                continue
+            w = stores[0]
+            if all(id(a) in own for a in accs):
+                # nobody but the owner touches the field at all
+                for a in accs:
+                    if a.exclusion is None:
+                        root, what = own[id(a)]
+                        a.exclusion = ("owner-only", "every access to %s.%s is made by the "
+                                       "task that owns the object; '%s' here is %s" % (
+                                           st, fld, root, what))
+                continue
+            # the owner's loads stay in the field's evidence (a load under
+            # the lock shows which lock protects it) but race with no store
+            for a in accs:
+                if a.exclusion is None and a.kind == "read" and id(a) in own:
+                    root, what = own[id(a)]
+                    self.owner_read[id(a)] = (
+                        "every store to %s.%s is made by the task that owns the object "
+                        "(e.g. %s() at %s); '%s' here is %s, so this is the owner's "
+                        "read" % (st, fld, w.fn, w.where(), root, what))
 
     def entry_locks(self):
         """Locks held at entry: annotations, and held by every caller (fixed point)."""
@@ -1095,6 +1231,11 @@ class Analysis:
                 if not e.get("functions") or a.fn in e["functions"]:
                     a.exclusion = ("declared-exception", e["reason"])
                     continue
+            tp = self.P.task_private.get(a.struct)
+            if tp is not None:
+                a.exclusion = ("task-private", "struct %s belongs to one task: %s" % (
+                    a.struct, tp["reason"]))
+                continue
             if (a.file, a.fn) in life:
                 a.exclusion = ("lifecycle", "%s() is an init/teardown function%s" % (
                     a.fn, "" if self.P.is_lifecycle(a.fn) else
@@ -1303,7 +1444,8 @@ class Analysis:
             info["coincidental_lock"] = lk
             info["lock"] = lk = None
         locked_w = [w for w in writes if lk and lk in w.held]
-        unlocked_r = [r for r in reads if not holds(r)]
+        unlocked_r = [r for r in reads if not holds(r) and id(r) not in self.owner_read]
+        info["owner_reads"] = sum(1 for r in reads if id(r) in self.owner_read)
         # evidence of concurrency without a lock
         wait_reads = [r for r in reads if any(c in self.P.wait_macros for c in r.ctx)]
         ctx_w = [w for w in writes if w.fn in ctxfns]
@@ -1383,10 +1525,17 @@ class Analysis:
         lk = info["lock"]
         name = info["field"]
         fn_reads_unlocked_before = False
+        if id(a) in self.owner_read:
+            a.action, a.rule = "none", "owner-read"
+            a.reason = self.owner_read[id(a)]
+            return
         if cls in ("read-only", "write-only", "always-locked", "no-lock-evidence"):
             a.action = "none"
             a.rule = cls
-            if cls == "always-locked":
+            if cls == "always-locked" and info.get("owner_reads"):
+                a.reason = "every access to %s holds %s, except the loads of the task " \
+                    "that owns the object, which is the only one that stores it" % (name, lk)
+            elif cls == "always-locked":
                 a.reason = "every access to %s holds %s" % (name, lk)
             elif cls == "write-only":
                 a.reason = "%s is never read outside initialisation: no load can " \
@@ -1558,7 +1707,8 @@ class Analysis:
         if idx is None:
             idx = {}
             for b in self.accesses:
-                if b.exclusion is None and b.kind in ("read", "rmw") and not b.test:
+                if b.exclusion is None and b.kind in ("read", "rmw") and not b.test and \
+                        id(b) not in self.owner_read:
                     k = "%s.%s" % (b.struct, b.field)
                     if k not in idx:
                         idx[k] = []
@@ -1576,6 +1726,7 @@ class Analysis:
         self.entry_locks()
         self.attach_held()
         self.apply_exclusions()
+        self.owner_reads()
         self.infer()
         return self
 

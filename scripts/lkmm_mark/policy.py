@@ -15,7 +15,7 @@ SCHEMA = {
     "lock_functions": list, "annotations": dict, "diagnostic_calls": list,
     "diagnostic_prefixes": list, "marking_macros": list, "allocators": list,
     "freers": list, "lifecycle_functions": list, "lifecycle_patterns": list,
-    "owners": list, "handlers": list, "contexts": list, "exceptions": list,
+    "owners": list, "task_private": list, "handlers": list, "contexts": list, "exceptions": list,
     "atomic_bitops": list, "wait_macros": list, "context_depth": int,
     "policies": list, "rules": list, "subsystem": str, "_comment": str,
     "scalar_typedefs": list, "test_dirs": list, "non_retaining_functions": list,
@@ -35,6 +35,7 @@ class Policies:
         self.lifecycle = set()
         self.lifecycle_re = []
         self.owners = []
+        self.task_private = {}
         self.handlers = []
         self.contexts = []
         self.exceptions = []
@@ -120,6 +121,9 @@ def load(pdir=None, subsystem="btrfs"):
         for o in d.get("owners", []):
             _need(f, o, ("field", "functions", "reason"), "owners")
             P.owners.append(o)
+        for t in d.get("task_private", []):
+            _need(f, t, ("struct", "reason"), "task_private")
+            P.task_private[t["struct"]] = t
         for h in d.get("handlers", []):
             _need(f, h, ("functions", "context", "reason"), "handlers")
             P.handlers.append(h)
