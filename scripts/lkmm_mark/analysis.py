@@ -789,56 +789,56 @@ class Analysis:
     def owner_params(self):
         """Parameters that always point to an object the calling task owns:
         every call site passes the address of a struct on its own stack, or
-        such a parameter of its own (fixed point).  A direct call runs in the
-        caller's task, so an access through such a parameter is made by the
-        object's owner, even when the object is linked into a shared list."""
-        own = {}
-        assigned = {}
-        for _ in range(20):
+        such a parameter of its own.  A direct call runs in the caller's
+        task, so an access through such a parameter is made by the object's
+        owner, even when the object is linked into a shared list.  Greatest
+        fixed point: recursive helpers that hand the object back and forth
+        (btrfs_log_inode() and log_conflicting_inodes()) stay owners, and
+        any call site passing something else removes the parameter."""
+        cand = {}
+        for key, fn in self.src.funcs.items():
+            if fn.name in self.addr_taken or fn.name in self.macro_used or key in self.dead:
+                continue
+            if not self.sites_of(fn):
+                continue
+            for n, p in enumerate(self.params(fn)):
+                if p and not any(kind == "assigned" for kind, _ in self._bare_uses(fn, p)):
+                    cand.setdefault(key, {})[p] = n
+        own = {key: set(ps) for key, ps in cand.items()}
+        changed = True
+        while changed:
             changed = False
-            for key, fn in self.src.funcs.items():
-                if fn.name in self.addr_taken or fn.name in self.macro_used or key in self.dead:
-                    continue
-                sites = self.sites_of(fn)
-                if not sites:
-                    continue
-                mine = own.get(key, {})
-                for n, p in enumerate(self.params(fn)):
-                    if not p or p in mine:
-                        continue
-                    ak = key + (p,)
-                    if ak not in assigned:
-                        assigned[ak] = any(kind == "assigned" for kind, _ in self._bare_uses(fn, p))
-                    if assigned[ak]:
-                        continue
-                    first = None
-                    for (caller, st, k) in sites:
-                        r = self._arg_owned(caller, k, n, own)
-                        if r is None:
-                            break
-                        first = first or (caller, k, r)
-                    else:
-                        caller, k, r = first
-                        own.setdefault(key, {})[p] = "%s (e.g. %s() at %s:%d)" % (
-                            r, caller.name, _short(caller.file),
-                            self.src.toks[caller.file][k].line)
-                        mine = own[key]
+            for key, ps in cand.items():
+                fn = self.src.funcs[key]
+                for p in sorted(own[key]):
+                    if not all(self._arg_owned(caller, k, ps[p], own)
+                               for (caller, st, k) in self.sites_of(fn)):
+                        own[key].discard(p)
                         changed = True
-            if not changed:
-                break
-        self.owned_params = own
+        out = {}
+        for key, ps in own.items():
+            fn = self.src.funcs[key]
+            sites = self.sites_of(fn)
+            for p in ps:
+                caller, st, k = sites[0]
+                out.setdefault(key, {})[p] = (
+                    "every caller passes a struct on its own stack or such a parameter "
+                    "of its own (%d call%s, e.g. %s() at %s:%d)" % (
+                        len(sites), "s" if len(sites) > 1 else "", caller.name,
+                        _short(caller.file), self.src.toks[caller.file][k].line))
+        self.owned_params = out
 
     def _arg_owned(self, caller, k, n, own):
+        """Is argument n of the call at toks[k] in caller an object the
+        caller's task owns (&stack_struct, or an owner parameter)?"""
         toks = self.src.toks[caller.file]
         args = self._call_args(caller.file, k)
         if args is None or n >= len(args):
-            return None
+            return False
         a, b = args[n]
         if b - a == 2 and toks[a].text == "&" and toks[a + 1].text in self._stack_structs(caller):
-            return "every caller passes a struct on its own stack"
-        if b - a == 1 and toks[a].text in own.get((caller.file, caller.name), {}):
-            return own[(caller.file, caller.name)][toks[a].text]
-        return None
+            return True
+        return b - a == 1 and toks[a].text in own.get((caller.file, caller.name), ())
 
     def owner_reads(self):
         """P1: a field whose every store is made by the task that owns the
