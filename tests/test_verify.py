@@ -221,3 +221,51 @@ class ParsingTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class KcsanMappingTest(unittest.TestCase):
+    """A KCSAN race involves the series only through the struct.field the
+    series marks, not through another struct's field of the same name."""
+
+    def _changes(self):
+        return dict(
+            old={"fs/btrfs/a.c": {10}}, new={"fs/btrfs/a.c": {10, 11}},
+            hunks={"fs/btrfs/a.c": [(10, 1, 10, 2)]},
+            fields={"flags"},
+            at={("fs/btrfs/a.c", 10): {"ordered.flags"},
+                ("fs/btrfs/a.c", 30): {"inode.flags"},
+                ("fs/btrfs/a.c", 40): {"ordered.flags"}},
+            marked_sf={"ordered.flags"})
+
+    def _race(self, *locs):
+        return dict(accesses=[dict(locs=[list(x) for x in locs], fields=["flags"],
+                                   where="%s:%d" % locs[0])])
+
+    def test_other_struct_same_name_not_involved(self):
+        d = self._race(("fs/btrfs/a.c", 30))
+        self.assertEqual(verify.involvement(d, self._changes(), "old"), [])
+
+    def test_marked_struct_field_involved(self):
+        why = verify.involvement(self._race(("fs/btrfs/a.c", 40)), self._changes(), "old")
+        self.assertEqual(why, ["field ordered.flags (marked by the series) at fs/btrfs/a.c:40"])
+
+    def test_patched_lines_mapped_back(self):
+        # line 41 of the patched file is line 40 of the pristine one (the
+        # series added a line at 10); faddr2line's o-kcsan/../ path is normalised
+        why = verify.involvement(self._race(("/x/o-kcsan/../fs/btrfs/a.c", 41)),
+                                 self._changes(), "new")
+        self.assertEqual(why, ["field ordered.flags (marked by the series) at fs/btrfs/a.c:41"])
+
+    def test_changed_line_involved(self):
+        why = verify.involvement(self._race(("fs/btrfs/a.c", 11)), self._changes(), "new")
+        self.assertIn("site fs/btrfs/a.c:11 changed by the series", why)
+
+    def test_name_only_without_plan_site(self):
+        why = verify.involvement(self._race(("fs/btrfs/b.c", 5)), self._changes(), "old")
+        self.assertEqual(len(why), 1)
+        self.assertIn("field named flags", why[0])
+
+    def test_to_old(self):
+        h = [(10, 1, 10, 2), (20, 0, 22, 3), (30, 2, 33, 0)]
+        self.assertEqual([verify._to_old(h, n) for n in (5, 12, 21, 25, 33, 34)],
+                         [5, 11, 20, 21, 29, 32])

@@ -927,7 +927,7 @@ def series_changes(pristine, patched, patches):
     the pristine lines the series removes or rewrites, the patched lines it adds,
     the field names it wraps in READ_ONCE/WRITE_ONCE/data_race (marked_fields)
     and the functions its hunks are in."""
-    old, new = {}, {}
+    old, new, hunks = {}, {}, {}
     files = sorted({f for p in patches for f in patched_files(p)})
     for f in files:
         a, b = Path(pristine) / f, Path(patched) / f
@@ -939,8 +939,54 @@ def series_changes(pristine, patched, patches):
             n0, nn = int(m.group(3)), int(m.group(4) or 1)
             old.setdefault(f, set()).update(range(o0, o0 + on))
             new.setdefault(f, set()).update(range(n0, n0 + nn))
+            hunks.setdefault(f, []).append((o0, on, n0, nn))
     fields, funcs = marked_fields(patches)
-    return dict(old=old, new=new, fields=fields, funcs=funcs)
+    at, marked_sf = plan_fields(pristine, old)
+    return dict(old=old, new=new, fields=fields, funcs=funcs, hunks=hunks, at=at,
+                marked_sf=marked_sf)
+
+
+def plan_fields(tree, old):
+    """From the analysis plan of the pristine tree: (file, line) -> the
+    struct.field names of the accesses on that line, and the struct.fields
+    the series marks (flagged sites on the lines it changes).  ({}, None)
+    when there is no plan (the report then matches field names only)."""
+    import types
+    from .commands import get_plan
+    try:
+        d = get_plan(types.SimpleNamespace(tree=str(tree), target="fs/btrfs", jobs=0,
+                                           no_cache=False, policies=None), Path(tree))
+    except (UserError, OSError) as e:
+        log("no analysis plan for the KCSAN mapping (%s): matching field names only" % e)
+        return {}, None
+    at, marked = {}, set()
+    for x in d["sites"]:
+        sf = "%s.%s" % (x["struct"], x["field"])
+        at.setdefault((x["file"], x["line"]), set()).add(sf)
+        if x["action"] != "none" and x["line"] in old.get(x["file"], ()):
+            marked.add(sf)
+    return at, marked
+
+
+def _norm(f):
+    """fs/btrfs/x.c from the paths faddr2line prints (o-kcsan/../fs/btrfs/x.c)."""
+    i = f.find("fs/btrfs/")
+    return f[i:] if i >= 0 else f
+
+
+def _to_old(hunks, n):
+    """The pristine line of line n of a patched file (diff -U0 hunks)."""
+    off = 0
+    for o0, on, n0, nn in hunks:
+        # a count of 0 (pure insertion or deletion) puts the start on the
+        # line before the change
+        nnext = n0 + nn if nn else n0 + 1
+        if n < (n0 if nn else n0 + 1):
+            break
+        if n < nnext:
+            return o0 + min(n - n0, max(on - 1, 0)) if on else o0
+        off = (o0 + on if on else o0 + 1) - nnext
+    return n + off
 
 
 def involvement(d, changes, side):
@@ -955,12 +1001,31 @@ def involvement(d, changes, side):
     lines = changes[side]
     for a in d["accesses"]:
         for f, n in a.get("locs", []):
+            f = _norm(f)
             if n in lines.get(f, ()):
                 why.append("site %s:%d changed by the series" % (f, n))
                 break
-        hit = sorted(set(a.get("fields", [])) & changes["fields"])
-        if hit:
-            why.append("field %s (marked by the series) at %s" % (",".join(hit), a["where"]))
+        # the struct.field of the access, from the plan's sites on its line
+        # (or the line it is inlined into): a field of another struct with
+        # the same name is not involved
+        sf = set()
+        if changes.get("marked_sf") is not None:
+            for f, n in a.get("locs", [])[:2]:
+                f = _norm(f)
+                o = n if side == "old" else _to_old(changes.get("hunks", {}).get(f, []), n)
+                sf = changes["at"].get((f, o), set())
+                if sf:
+                    break
+        if sf:
+            hit = sorted(sf & changes["marked_sf"])
+            if hit:
+                why.append("field %s (marked by the series) at %s" % (",".join(hit),
+                                                                      _norm(a["where"])))
+        else:
+            hit = sorted(set(a.get("fields", [])) & changes["fields"])
+            if hit:
+                why.append("field named %s (marked by the series in some struct) at %s"
+                           % (",".join(hit), _norm(a["where"])))
     return why
 
 
@@ -1058,11 +1123,12 @@ def parse_rest(rest):
     """Extra options after the documented ones (argparse REMAINDER)."""
     opts = dict(smp=None, kcsan_secs=None, kcsan_params=None, kcsan_smp=None, skip_boot=False,
                 kcsan_scope=None, kcsan_kernels="both", kcsan_only=False, kcsan_tag="",
-                kcsan_profile=None)
+                kcsan_profile=None, kcsan_remap=None)
     numeric = ("--smp", "--kcsan-seconds", "--kcsan-smp")
     strings = {"--kcsan-params": None, "--kcsan-scope": ("btrfs", "all"),
                "--kcsan-profile": ("kcsan", "full"),
-               "--kcsan-kernels": ("both", "pristine", "patched"), "--kcsan-tag": None}
+               "--kcsan-kernels": ("both", "pristine", "patched"), "--kcsan-tag": None,
+               "--kcsan-remap": None}
     it = iter(rest or [])
     for a in it:
         if a == "--":
@@ -1092,7 +1158,7 @@ def parse_rest(rest):
                             "--kcsan-smp N, --kcsan-params k:v,..., --kcsan-scope btrfs|all, "
                             "--kcsan-profile kcsan|full, "
                             "--kcsan-kernels both|pristine|patched, --kcsan-only, "
-                            "--kcsan-tag NAME, --no-boot)" % a)
+                            "--kcsan-tag NAME, --kcsan-remap RESULTS.json, --no-boot)" % a)
     if opts["kcsan_secs"] is not None and opts["kcsan_secs"] < 5:
         raise UserError("--kcsan-seconds must be at least 5")
     return opts
@@ -1118,6 +1184,9 @@ def main(args):
     progress("%d patches from %s" % (len(patches), args.patches or (REPO / "patches")))
     pristine, bh = prepare_pristine(base)
     patched, ph = prepare_patched(base, bh, patches)
+
+    if opts["kcsan_remap"]:
+        return kcsan_remap(Path(opts["kcsan_remap"]), pristine, patched, patches)
 
     if not opts["kcsan_only"]:
         if not non_kcsan_stages(pristine, patched, bh, ph, patches, opts, secs, row, rows):
@@ -1216,6 +1285,45 @@ def _keep_log(src, dest):
     with open(src, "rb") as fi, gzip.open(gz, "wb", 9) as fo:
         shutil.copyfileobj(fi, fo)
     return gz.name
+
+
+def kcsan_remap(path, pristine, patched, patches):
+    """Map the races of a saved KCSAN run (results/kcsan-*.json) onto the
+    series in patches/ now: which pristine races it addresses, which do not
+    involve it, and (when the run had a patched kernel built from this same
+    series) the leftovers.  Written beside the run as *-remap.txt."""
+    try:
+        run = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise UserError("%s: not a KCSAN results file: %s" % (path, e))
+    changes = series_changes(pristine, patched, patches)
+    same = run.get("patches") == [p.name for p in patches]
+    out = ["remap of %s onto %d patches (%s the run's series)" % (
+        path.name, len(patches), "the same as" if same else "not")]
+    for name, side in (("pristine", "old"), ("patched", "new")):
+        lst = [d for d in (run.get(name) or []) if d.get("btrfs")]
+        if not lst:
+            continue
+        if name == "patched" and not same:
+            out.append("\npatched: built from another series, not remapped")
+            continue
+        for d in lst:
+            d["involves"] = involvement(d, changes, side)
+        inv = [d for d in lst if d["involves"]]
+        groups = [("involve the series", inv),
+                  ("do not involve the series", [d for d in lst if not d["involves"]])]
+        out.append("\n%s: %d distinct btrfs races" % (name, len(lst)))
+        for title, g in groups:
+            out.append("  %s: %d" % (title, len(g)))
+            for d in g:
+                out.append("    %s  (x%d)%s" % (d["title"], d["count"], "  [%s]" % "; ".join(
+                    d["involves"]) if d["involves"] else ""))
+    text = "\n".join(out)
+    print(text)
+    dst = path.with_name(path.stem + "-remap.txt")
+    dst.write_text(text + "\n")
+    log("written %s" % dst)
+    return 0
 
 
 def kcsan_compare(pristine, patched, bh, ph, patches, opts, secs):
