@@ -54,7 +54,7 @@ def spatch_args(tree, target, jobs):
 def facts_key(tree, target, files=None):
     """Content hash of everything the facts pass reads."""
     files = files if files is not None else source_files(tree, target)
-    return content_hash(tree, files, [FACTS_COCCI.read_bytes(),
+    return content_hash(tree, files, [b"jsonl-cache-2", FACTS_COCCI.read_bytes(),
                                       MACROS.read_bytes() if MACROS.exists() else b"",
                                       spatch_version(), target])
 
@@ -62,6 +62,33 @@ def facts_key(tree, target, files=None):
 def run(tree, target, jobs=0, use_cache=True):
     """Access facts for every file under target: (records, from_cache)."""
     return start(tree, target, jobs, use_cache).result()
+
+
+def _parse_lines(lines):
+    """Records of spatch's JSON lines (one parse of them all), duplicates
+    (the same fact from two workers) dropped, sorted: (records, lines)."""
+    lines = [x for x in (y.strip() for y in lines) if x]
+    try:
+        recs = json.loads("[" + ",".join(lines) + "]")
+    except ValueError:
+        # a line cut short (a worker killed by its timeout): one at a time
+        recs, ok = [], []
+        for x in lines:
+            try:
+                recs.append(json.loads(x))
+                ok.append(x)
+            except ValueError:
+                pass
+        lines = ok
+    out = {}
+    for rec, line in zip(recs, lines):
+        k = (rec["k"], rec["file"], rec["line"], rec["col"], rec["eline"], rec["ecol"],
+             rec.get("macro"), rec.get("name"))
+        if k not in out:
+            out[k] = (rec, line)
+    keep = sorted(out.values(), key=lambda x: (x[0]["file"], x[0]["line"], x[0]["col"],
+                                               x[0]["eline"], x[0]["ecol"], x[0]["k"]))
+    return [x[0] for x in keep], [x[1] for x in keep]
 
 
 class _Done:
@@ -98,31 +125,18 @@ class _Running:
                 self.err.seek(0)
                 last = (self.err.read().strip().splitlines() or ["(no output)"])[-1]
                 raise UserError("spatch failed (exit %d): %s" % (rc, last))
-            recs = []
-            seen = set()
+            lines = []
             for fn in sorted(glob.glob(os.path.join(self.tmp, "*.jsonl"))):
                 with open(fn) as f:
-                    for line in f:
-                        line = line.strip()
-                        if not line:
-                            continue
-                        try:
-                            rec = json.loads(line)
-                        except ValueError:
-                            continue
-                        k = (rec["k"], rec["file"], rec["line"], rec["col"], rec["eline"],
-                             rec["ecol"], rec.get("macro"), rec.get("name"))
-                        if k in seen:
-                            continue
-                        seen.add(k)
-                        recs.append(rec)
-            recs.sort(key=lambda r: (r["file"], r["line"], r["col"], r["eline"], r["ecol"],
-                                     r["k"]))
+                    lines += f.read().split("\n")
+            recs, lines = _parse_lines(lines)
             log("facts pass done in %.1f s: %d records" % (time.time() - self.t0, len(recs)))
             self.cfile.parent.mkdir(parents=True, exist_ok=True)
             tmpf = self.cfile.with_suffix(".tmp%d" % os.getpid())
+            # the worker's own JSON lines, deduplicated and sorted: no
+            # second encoding of 45 000 records
             with open(tmpf, "w") as f:
-                json.dump(recs, f)
+                f.write("\n".join(lines))
             os.replace(tmpf, self.cfile)
             return recs, False
         finally:
@@ -144,5 +158,5 @@ def start(tree, target, jobs=0, use_cache=True):
     cfile = cache_dir() / "facts" / (key + ".json")
     if use_cache and cfile.exists():
         with open(cfile) as f:
-            return _Done(json.load(f))
+            return _Done(_parse_lines(f.read().split("\n"))[0])
     return _Running(tree, target, files, jobs, cfile)
