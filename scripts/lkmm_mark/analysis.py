@@ -723,7 +723,6 @@ class Analysis:
         point).  Such a parameter is as private as the caller's object."""
         self._privcache = {}
         self.priv_params = {}
-        assigned = {}
         # a failed parameter is looked at again only when the private
         # parameters of the caller that failed it have changed since
         version = collections.Counter()
@@ -742,9 +741,7 @@ class Analysis:
                     if not p or p in mine:
                         continue
                     ak = key + (p,)
-                    if ak not in assigned:
-                        assigned[ak] = any(kind == "assigned" for kind, _ in self._bare_uses(fn, p))
-                    if assigned[ak]:
+                    if self._reassigned(fn, p):
                         continue
                     b = blocked.get(ak)
                     if b is not None and version[b[0]] == b[1]:
@@ -770,6 +767,15 @@ class Analysis:
             if not changed:
                 break
 
+    def _reassigned(self, fn, p):
+        """Does fn assign to its parameter p (so p may name another object)?"""
+        key = (fn.file, fn.body_start, p)
+        c = self._stackcache.get(key)
+        if c is None:
+            c = self._stackcache[key] = any(kind == "assigned"
+                                            for kind, _ in self._bare_uses(fn, p))
+        return c
+
     def _stack_structs(self, fn):
         """Names of the structs on fn's stack ('struct x name;'), whether or
         not their address escapes: the task running fn owns them."""
@@ -777,12 +783,12 @@ class Analysis:
         c = self._stackcache.get(key)
         if c is None:
             toks = self.src.toks[fn.file]
-            c = set()
+            c = {}                                  # an ordered set
             hi = fn.body_end
             for k in range(fn.body_start, hi - 3):
                 if toks[k].text in ("struct", "union") and toks[k + 1].kind == "id" and \
                         toks[k + 2].kind == "id" and toks[k + 3].text in (";", "=", ",", "["):
-                    c.add(toks[k + 2].text)
+                    c[toks[k + 2].text] = None
             self._stackcache[key] = c
         return c
 
@@ -802,7 +808,7 @@ class Analysis:
             if not self.sites_of(fn):
                 continue
             for n, p in enumerate(self.params(fn)):
-                if p and not any(kind == "assigned" for kind, _ in self._bare_uses(fn, p)):
+                if p and not self._reassigned(fn, p):
                     cand.setdefault(key, {})[p] = n
         own = {key: set(ps) for key, ps in cand.items()}
         changed = True
@@ -1082,16 +1088,11 @@ class Analysis:
         """Roots of objects that are private to this function: stack structs,
         objects allocated here, objects freed here."""
         toks = self.src.toks[fn.file]
-        priv = {}
+        # struct foo x;  (a stack object, not a pointer)
+        priv = dict.fromkeys(self._stack_structs(fn), "stack object")
         lo, hi = fn.body_start, fn.body_end
-        for k in range(lo, hi):
+        for k in range(lo, hi if not stack_only else lo):
             t = toks[k]
-            # struct foo x;  (a stack object, not a pointer)
-            if t.text in ("struct", "union") and k + 2 < hi and toks[k + 1].kind == "id" \
-                    and toks[k + 2].kind == "id" and toks[k + 3].text in (";", "=", ",", "["):
-                priv[toks[k + 2].text] = "stack object"
-            if stack_only:
-                continue
             # x = kzalloc(...)
             if t.kind == "id" and k + 3 < hi and toks[k + 1].text == "=" and \
                     toks[k + 3].text == "(" and (toks[k + 2].text in self.P.allocators or
@@ -1524,7 +1525,6 @@ class Analysis:
         cls = info["class"]
         lk = info["lock"]
         name = info["field"]
-        fn_reads_unlocked_before = False
         if id(a) in self.owner_read:
             a.action, a.rule = "none", "owner-read"
             a.reason = self.owner_read[id(a)]

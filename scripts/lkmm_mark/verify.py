@@ -920,13 +920,15 @@ def marked_fields(patches):
     return fields, funcs
 
 
-def series_changes(pristine, patched, patches):
+def series_changes(pristine, patched, patches, plan_tree=None):
     """What the series changes, from the two trees on disk (the whole series at once).
 
     Returns dict(old={file: {line}}, new={file: {line}}, fields={name}, funcs={name}):
     the pristine lines the series removes or rewrites, the patched lines it adds,
     the field names it wraps in READ_ONCE/WRITE_ONCE/data_race (marked_fields)
-    and the functions its hunks are in."""
+    and the functions its hunks are in; with plan_tree (the base tree the
+    series is for), also the struct.fields of its accesses and of the marked
+    ones, from that tree's (cached) analysis plan."""
     old, new, hunks = {}, {}, {}
     files = sorted({f for p in patches for f in patched_files(p)})
     for f in files:
@@ -941,7 +943,7 @@ def series_changes(pristine, patched, patches):
             new.setdefault(f, set()).update(range(n0, n0 + nn))
             hunks.setdefault(f, []).append((o0, on, n0, nn))
     fields, funcs = marked_fields(patches)
-    at, marked_sf = plan_fields(pristine, old)
+    at, marked_sf = plan_fields(plan_tree, old) if plan_tree is not None else ({}, None)
     return dict(old=old, new=new, fields=fields, funcs=funcs, hunks=hunks, at=at,
                 marked_sf=marked_sf)
 
@@ -1186,7 +1188,7 @@ def main(args):
     patched, ph = prepare_patched(base, bh, patches)
 
     if opts["kcsan_remap"]:
-        return kcsan_remap(Path(opts["kcsan_remap"]), pristine, patched, patches)
+        return kcsan_remap(Path(opts["kcsan_remap"]), base, pristine, patched, patches)
 
     if not opts["kcsan_only"]:
         if not non_kcsan_stages(pristine, patched, bh, ph, patches, opts, secs, row, rows):
@@ -1196,7 +1198,7 @@ def main(args):
     # ---- KCSAN
     if args.kcsan or opts["kcsan_only"]:
         try:
-            row(*kcsan_compare(pristine, patched, bh, ph, patches, opts, secs))
+            row(*kcsan_compare(base, pristine, patched, bh, ph, patches, opts, secs))
         except BuildError as e:
             print(str(e), file=sys.stderr)
             row("KCSAN", False, str(e).splitlines()[0])
@@ -1287,7 +1289,7 @@ def _keep_log(src, dest):
     return gz.name
 
 
-def kcsan_remap(path, pristine, patched, patches):
+def kcsan_remap(path, base, pristine, patched, patches):
     """Map the races of a saved KCSAN run (results/kcsan-*.json) onto the
     series in patches/ now: which pristine races it addresses, which do not
     involve it, and (when the run had a patched kernel built from this same
@@ -1296,7 +1298,7 @@ def kcsan_remap(path, pristine, patched, patches):
         run = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise UserError("%s: not a KCSAN results file: %s" % (path, e))
-    changes = series_changes(pristine, patched, patches)
+    changes = series_changes(pristine, patched, patches, plan_tree=base)
     same = run.get("patches") == [p.name for p in patches]
     out = ["remap of %s onto %d patches (%s the run's series)" % (
         path.name, len(patches), "the same as" if same else "not")]
@@ -1326,7 +1328,7 @@ def kcsan_remap(path, pristine, patched, patches):
     return 0
 
 
-def kcsan_compare(pristine, patched, bh, ph, patches, opts, secs):
+def kcsan_compare(base, pristine, patched, bh, ph, patches, opts, secs):
     scope = opts["kcsan_scope"] or KCSAN_DEFAULTS["kcsan_scope"]
     flavor = "kcsan" if scope == "btrfs" else "kcsanall"
     kernels = ["pristine", "patched"] if opts["kcsan_kernels"] == "both" else [opts["kcsan_kernels"]]
@@ -1343,7 +1345,7 @@ def kcsan_compare(pristine, patched, bh, ph, patches, opts, secs):
         else KCSAN_DEFAULTS["kcsan_params"]
     profile = opts["kcsan_profile"] or KCSAN_DEFAULTS["kcsan_profile"]
     expected = [r"BUG: KCSAN: "]
-    changes = series_changes(pristine, patched, patches)
+    changes = series_changes(pristine, patched, patches, plan_tree=base)
     results = {}
     srcs = dict(pristine=pristine, patched=patched)
     for name in kernels:
