@@ -111,7 +111,6 @@ class RewriteFixtures(unittest.TestCase):
                      "WRITE_ONCE(p->flags, p->flags | n);",          # |=
                      "WRITE_ONCE(p->total, READ_ONCE(p->total) + 4);",  # unlocked rmw
                      "wait_event(p->wq, READ_ONCE(p->state) == 0);",
-                     "/* Refetch value after lock */",
                      "/* Unlocked write */",
                      "WARN_ON(data_race(p->limit) > 100);",
                      "list_for_each_entry(q, head, list)\n\t\tWRITE_ONCE(q->state, 3);"):
@@ -120,8 +119,15 @@ class RewriteFixtures(unittest.TestCase):
         for plain in ("p->dirty = 1;", "p->slots[0] = 1;", "&p->count", "sizeof(p->bytes)",
                       "p->rcu_ptr ||", "atomic_read(&p->users)", "&p->list",
                       "*out = READ_ONCE(p->limit);", "y = p->state = x;",
-                      "BUG_ON(p->limit > 200);"):
+                      "BUG_ON(p->limit > 200);",
+                      # re-read under the lock every store holds
+                      "spin_lock(&p->lock);\n\tif (p->count) {"):
             self.assertIn(plain, res)
+        # the refetch comment: a re-read under the lock of a field that is
+        # also stored without it (the seed commit's blocking_writers)
+        seed = (FIXTURES / "seed_eb_locking" / "locking.res").read_text()
+        self.assertIn("/* Refetch value after lock */\n\tif (READ_ONCE(eb->blocking_writers))",
+                      seed)
         self.assertNotRegex(res, r"(READ_ONCE|data_race)\([^()]*\)\s*=[^=]")
         self.assertNotIn("ONCE(READ_ONCE(", res)
         self.assertNotIn("ONCE(WRITE_ONCE(", res)

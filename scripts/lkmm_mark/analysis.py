@@ -675,7 +675,10 @@ class Analysis:
             return r if r is not None and r[0] == "stack object" else None
         if b - a == 1:
             r = self._private_name(caller, toks[a].text)
-            return r if r is not None and r[0] != "stack object" else None
+            if r is None:
+                why = self._detached_at(caller, toks[a].text, k)
+                return ("detached: " + why, "alloc") if why else None
+            return r if r[0] != "stack object" else None
         return None
 
     def _call_args(self, file, k):
@@ -716,12 +719,94 @@ class Analysis:
         out.update(self.priv_params.get(key, {}))
         return out
 
+    def _detached(self, fn):
+        """name -> (from, to, why): objects fn detaches from the shared
+        structure that indexed them, and owns from token index `from`
+        until `to`.  The object is unlinked with 'rb_erase(&x->node, ...)'
+        (unlink_functions) under a lock fn holds, and every list or tree
+        link its struct has is unlinked in fn too: other tasks found it
+        only through those links.  The ownership ends where x is linked
+        again (&x->link handed to a call), handed to code that keeps it,
+        or the name is assigned again.  Not detached: an object that
+        keeps a link (a block group leaves the block group tree but stays
+        on other lists, and other tasks hold references to it), nor
+        'x = p->f; p->f = NULL;' (nothing says p->f was the only way to x).
+        Before the unlink the object is shared as usual."""
+        key = (fn.file, fn.body_start)
+        c = self._detcache.get(key)
+        if c is not None:
+            return c
+        out = {}
+        self._detcache[key] = out
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        res = self.flows.get((fn.file, fn.name))
+        types = None
+        for k in range(lo + 1, hi - 5):
+            t = toks[k]
+            if not (t.text in self.P.unlinkers and toks[k + 1].text == "(" and
+                    toks[k + 2].text == "&" and toks[k + 3].kind == "id" and
+                    toks[k + 4].text == "->" and toks[k + 5].kind == "id"):
+                continue
+            name = toks[k + 3].text
+            st = res.at.get(k + 5) if res is not None else None
+            if name in out or st is None or not any(x != "irqs-off" for x in st.held):
+                continue
+            if types is None:
+                types = self._decl_types(fn)
+            struct = types.get(name)
+            members = self.src.file_structs.get(fn.file, {}).get(struct) or \
+                self.src.structs.get(struct) or {}
+            links = {m for m, mem in members.items() if not mem.pointer and not mem.array and
+                     mem.type in _LINK_TYPES}
+            if not links:
+                continue
+            # the links fn unlinks (anywhere in fn: 'if (!list_empty(&x->l))
+            # list_del(&x->l)' after the rb_erase counts)
+            gone = set()
+            for j in range(lo + 1, hi - 5):
+                if toks[j].text in self.P.unlinkers or toks[j].text in self.P.link_removers:
+                    if toks[j + 1].text == "(" and toks[j + 2].text == "&" and \
+                            toks[j + 3].text == name and toks[j + 4].text == "->":
+                        gone.add(toks[j + 5].text)
+            if not links <= gone:
+                continue
+            end = hi
+            for j in range(k + 1, hi - 2):
+                x = toks[j]
+                if x.text != name or toks[j - 1].text in (".", "->"):
+                    continue
+                nx = toks[j + 1].text
+                if nx == "=" or toks[j - 1].text == "=":
+                    end = j                          # reassigned, or stored
+                    break
+                if toks[j - 1].text == "&" and nx == "->" and toks[j + 2].text in links:
+                    c = self._call_of(toks, j - 1, lo)
+                    if c not in self.P.unlinkers and c not in self.P.link_removers and \
+                            c not in self.P.link_tests and c not in self.P.non_retaining:
+                        end = j                      # linked again (or may be)
+                        break
+                if nx in (",", ")") and toks[j - 1].text in (",", "("):
+                    c = self._call_arg(toks, j, lo)
+                    if c is not None and c[2] and c[0] not in KEYWORDS and \
+                            self._arg_escapes(fn, c[0], c[1]):
+                        end = j                      # handed to code that keeps it
+                        break
+            out[name] = (k, end, "unlinked here by %s() under a lock, and no list or tree "
+                         "link of struct %s is left" % (t.text, struct))
+        return out
+
+    def _detached_at(self, fn, name, k):
+        d = self._detached(fn).get(name)
+        return d[2] if d is not None and d[0] < k < d[1] else None
+
     def private_params(self):
         """Parameters that only ever receive a private object: every call
         site passes a stack object, a fresh allocation, an object a
         constructor returned, or a private parameter of its own (fixed
         point).  Such a parameter is as private as the caller's object."""
         self._privcache = {}
+        self._detcache = {}
         self.priv_params = {}
         # a failed parameter is looked at again only when the private
         # parameters of the caller that failed it have changed since
@@ -1174,7 +1259,7 @@ class Analysis:
         return True
 
     def apply_exclusions(self):
-        life = self.lifecycle_functions()
+        life = self.life = self.lifecycle_functions()
         exc = {}
         file_exc = {}
         for e in self.P.exceptions:
@@ -1258,6 +1343,13 @@ class Analysis:
             if root is not None:
                 a.exclusion = ("private", "'%s' is %s" % (root, priv_cache[key][root][0]))
                 continue
+            if a.tok is not None:
+                det = {n: (d[2], "alloc") for n, d in self._detached(a.func).items()
+                       if d[0] < a.tok < d[1]}
+                root = self._private_root(a, det) if det else None
+                if root is not None:
+                    a.exclusion = ("private", "'%s' is detached: %s" % (root, det[root][0]))
+                    continue
 
     def _private_root(self, a, priv):
         """The private object a's base lies inside: the root itself
@@ -1354,8 +1446,10 @@ class Analysis:
         marked = collections.defaultdict(list)
         rcu = {}
         for a in self.accesses:
+            # a marked access in init/teardown or dead code shows no
+            # concurrency (a cmpxchg() that publishes a table at mount)
             if a.exclusion and a.exclusion[0] == "already-marked" and not a.test \
-                    and a.struct is not None and a.macro:
+                    and a.struct is not None and a.macro and not self._quiet(a):
                 if a.macro.startswith("rcu_"):
                     rcu.setdefault((a.struct, a.field), a)
                 elif a.macro != "data_race-expr":
@@ -1390,6 +1484,13 @@ class Analysis:
             if a.exclusion is not None:
                 a.rule, a.reason = a.exclusion
                 a.action = "none"
+
+    def _quiet(self, a):
+        """a runs where nothing else can run at the same time: an
+        init/teardown function, or code that is never compiled."""
+        key = (a.file, a.fn)
+        return key in self.life or key in self.dead or \
+            a.line in self.dead_lines.get(a.file, ())
 
     def classify(self, name, accs, marked, owner, ctxfns):
         writes = [a for a in accs if a.kind in ("write", "rmw")]
@@ -1621,14 +1722,23 @@ class Analysis:
             a.reason = "read by the owner of %s (%s)" % (name, owner["reason"])
             return
         if holds:
-            # mixed within this function: an unlocked read before the lock
-            if self._unlocked_read_before(a, locks):
+            # mixed within this function: an unlocked read before the lock.
+            # The commit's field also had a store without the lock; when
+            # every store holds a lock this read holds, the re-read races
+            # with nothing (the unlocked read before it is marked itself).
+            if self._unlocked_read_before(a, locks) and \
+                    not _holds_any(a, info.get("write_locks") or []):
                 a.action, a.rule = "READ_ONCE", "refetch-after-lock"
                 a.reason = "%s is read without %s earlier in %s() and re-read under it here" % (
                     name, lk, a.fn)
             else:
                 a.action, a.rule = "none", "locked-read"
-                if not _holds_any(a, [lk]):
+                if self._unlocked_read_before(a, locks):
+                    w = [x for x in info["write_locks"] if _holds_any(a, [x])][0]
+                    a.reason = "re-read under %s after a read without it in %s(); every " \
+                        "write of %s holds %s, so this read races with none" % (
+                            w, a.fn, name, w)
+                elif not _holds_any(a, [lk]):
                     w = [x for x in info["write_locks"] if _holds_any(a, [x])][0]
                     a.reason = "read under %s, which every write of %s holds" % (w, name)
                 else:
@@ -1729,6 +1839,9 @@ class Analysis:
         self.owner_reads()
         self.infer()
         return self
+
+
+_LINK_TYPES = {"struct rb_node", "struct list_head", "struct hlist_node", "struct llist_node"}
 
 
 def _owner(fns, starts, i):

@@ -82,8 +82,11 @@ def get_plan(args, tree=None):
     d = plan_dict(A)
     cfile.parent.mkdir(parents=True, exist_ok=True)
     tmp = cfile.with_suffix(".tmp%d" % os.getpid())
+    # one encoding, one write: json.dump() writes each small chunk
+    # separately and takes three times as long for this 14 MB plan
+    text = json.dumps(d)
     with open(tmp, "w") as f:
-        json.dump(d, f)
+        f.write(text)
     os.replace(tmp, cfile)
     return d
 

@@ -33,14 +33,18 @@ class How:
 
 
 class State:
-    __slots__ = ("held", "killed")
+    """held: lock -> How, on every path.  cond: lock -> (variable, How),
+    held on every path where the local variable is true, after
+    'if (!v) unlock(L);' (a lock kept only while a flag says so)."""
+    __slots__ = ("held", "killed", "cond")
 
-    def __init__(self, held=None, killed=frozenset()):
+    def __init__(self, held=None, killed=frozenset(), cond=None):
         self.held = held if held is not None else {}
         self.killed = killed
+        self.cond = cond if cond is not None else {}
 
     def copy(self):
-        return State(dict(self.held), self.killed)
+        return State(dict(self.held), self.killed, dict(self.cond))
 
 
 def merge(a, b):
@@ -49,7 +53,14 @@ def merge(a, b):
     if b is None:
         return a.copy()
     held = {k: v for k, v in a.held.items() if k in b.held}
-    return State(held, a.killed | b.killed)
+    cond = {}
+    if a.cond or b.cond:
+        # held when v on one side, held (always, or when v) on the other
+        for x, y in ((a, b), (b, a)):
+            for k, (v, h) in x.cond.items():
+                if k not in held and (k in y.held or y.cond.get(k, ("",))[0] == v):
+                    cond[k] = (v, h)
+    return State(held, a.killed | b.killed, cond)
 
 
 class FlowResult:
@@ -114,9 +125,15 @@ class LockFlow:
             j, s1 = self.stmt(c + 1, st_then, end)
             if j < end and t[j].text == "else":
                 j, s2 = self.stmt(j + 1, st_else, end)
-            else:
-                s2 = st_else
-            return j, merge(s1, s2)
+                return j, merge(s1, s2)
+            out = merge(s1, st_else)
+            # 'if (!v) unlock(L);': L stays held on the paths where v is true
+            if s1 is not None and st_else is not None and c == i + 4 and \
+                    t[i + 2].text == "!" and t[i + 3].kind == "id":
+                for k, h in st_else.held.items():
+                    if k not in s1.held and k not in out.held and k != "irqs-off":
+                        out.cond[k] = (t[i + 3].text, h)
+            return j, out
         if tx in ("while", "switch") and i + 1 < end and t[i + 1].text == "(":
             c = self._match(i + 1)
             st_body, st_exit = self.cond(i + 2, c, st)
@@ -266,6 +283,19 @@ class LockFlow:
             if neg:
                 taken_if_true = not taken_if_true
             return (got, rest) if taken_if_true else (rest, got)
+        if st.cond and t[lo].kind == "id" and (lo + 1 == hi or t[lo + 1].text == "&&"):
+            # 'if (v)' or 'if (v && ...)': the locks held while v is true
+            # are held in the rest of the condition and in the branch
+            v = t[lo].text
+            ks = {k: h for k, (x, h) in st.cond.items() if x == v}
+            if ks:
+                s0 = self.expr(lo, lo + 1, st)
+                s1 = s0.copy()
+                for k, h in ks.items():
+                    s1.held[k] = How("%s (kept while '%s' is true)" % (h.what, v), h.line)
+                if lo + 1 < hi:
+                    s1 = self.expr(lo + 2, hi, s1)
+                return s1, merge(s0, s1)
         s = self.expr(lo, hi, st)
         return s, s.copy()
 
@@ -317,6 +347,11 @@ class LockFlow:
             tk = t[k]
             if k in want:
                 self.res.at[k] = st
+            if st.cond and tk.kind == "id" and k + 1 < hi and t[k + 1].text == "=" and \
+                    any(v == tk.text for v, _ in st.cond.values()):
+                # the flag is assigned again: what it said is gone
+                st = st.copy()
+                st.cond = {x: y for x, y in st.cond.items() if y[0] != tk.text}
             if tk.kind == "id" and k + 1 < hi and t[k + 1].text == "(" and tk.text not in KEYWORDS:
                 spec = self.lockfns.get(tk.text)
                 self.res.calls.append((k, tk.text, st))
@@ -350,6 +385,7 @@ class LockFlow:
         elif op == "release":
             for nm in (name, name + ":r"):
                 st.held.pop(nm, None)
+                st.cond.pop(nm, None)
             st.killed = st.killed | {name, name + ":r"}
             self.res.events.append((k, "release", name))
         elif op == "assert":

@@ -20,6 +20,7 @@ SCHEMA = {
     "policies": list, "rules": list, "subsystem": str, "_comment": str,
     "scalar_typedefs": list, "test_dirs": list, "non_retaining_functions": list,
     "publish_functions": list, "unlink_functions": list, "sync_callers": list,
+    "link_removal_functions": list, "link_test_functions": list,
     "assertion_calls": list,
 }
 
@@ -49,6 +50,8 @@ class Policies:
         self.non_retaining = set()
         self.publishers = {}       # function -> index of the argument it links in
         self.unlinkers = set()
+        self.link_removers = set()  # list_del() and friends: a link taken apart
+        self.link_tests = set()     # list_empty() and friends: a link only looked at
         self.sync_callers = set()
         self.files = []
 
@@ -155,6 +158,8 @@ def load(pdir=None, subsystem="btrfs"):
             _need(f, b, ("name", "arg"), "publish_functions")
             P.publishers[b["name"]] = b["arg"]
         P.unlinkers.update(d.get("unlink_functions", []))
+        P.link_removers.update(d.get("link_removal_functions", []))
+        P.link_tests.update(d.get("link_test_functions", []))
         P.sync_callers.update(d.get("sync_callers", []))
     return P
 
