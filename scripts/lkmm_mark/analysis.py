@@ -673,6 +673,15 @@ class Analysis:
         if b - a == 2 and toks[a].text == "&":
             r = self._private_name(caller, toks[a + 1].text)
             return r if r is not None and r[0] == "stack object" else None
+        if b - a == 4 and toks[a].text == "&" and toks[a + 1].kind == "id" and \
+                toks[a + 2].text in ("->", ".") and toks[a + 3].kind == "id":
+            # &x->member / &x.member: a struct inside the private object
+            # x (init_delayed_ref_common(fs_info, &ref->node, ...) on a
+            # ref just allocated)
+            r = self._private_name(caller, toks[a + 1].text)
+            if r is not None and (r[0] == "stack object") == (toks[a + 2].text == "."):
+                return r
+            return None
         if b - a == 1:
             r = self._private_name(caller, toks[a].text)
             if r is None:
