@@ -333,6 +333,7 @@ class Analysis:
                 by_func[(a.file, a.fn)].append(a)
         self.flows = {}
         self.calls = collections.defaultdict(list)     # callee -> [(caller Function, State)]
+        self._sites = {}                               # sites_of() cache, reset with calls
         for key, fn in self.src.funcs.items():
             f = fn.file
             toks = self.src.toks[f]
@@ -358,9 +359,13 @@ class Analysis:
         """Call sites of fn by name: a static function outside a header is
         called from its own file only; a static inline in a header from
         every file that includes it."""
+        c = self._sites.get(id(fn))
+        if c is not None and c[0] is fn:
+            return c[1]
         sites = self.calls.get(fn.name, [])
         if fn.static and not fn.file.endswith(".h"):
             sites = [s for s in sites if s[0].file == fn.file]
+        self._sites[id(fn)] = (fn, sites)
         return sites
 
     def call_graph(self):
@@ -427,6 +432,7 @@ class Analysis:
             if name not in not_sync:
                 addr_taken.discard(name)
                 self.calls[name] = self.calls.get(name, []) + sites
+        self._sites = {}
         self.addr_taken = addr_taken
         macro_used = set()
         pasted = set()
@@ -470,6 +476,7 @@ class Analysis:
                 if src.toks[s[0].file][s[2]].line not in self.dead_lines.get(s[0].file, ()):
                     calls[callee].append(s)
         self.calls = calls
+        self._sites = {}
         # non-static functions named by the kernel's trace event headers
         # are called from there
         outside = set()
@@ -517,6 +524,7 @@ class Analysis:
         for callee in list(self.calls):
             self.calls[callee] = [s for s in self.calls[callee]
                                   if (s[0].file, s[0].name) not in dead]
+        self._sites = {}
         self.constructors = self.find_constructors()
         self.param_escapes()
         self.private_params()
@@ -1365,7 +1373,8 @@ class Analysis:
         (p->f, x.f, arr[i].f) or structs embedded in it (p->emb.f), not
         objects it points to (p->ptr->f)."""
         root = _root(a.base)
-        if root not in priv:
+        acc = self.P.container_accessors.get(root)
+        if root not in priv and acc is None:
             return None
         toks = csrc.tokenize(a.base)
         while toks and toks[0].text in ("(", "*", "&"):
@@ -1382,9 +1391,15 @@ class Analysis:
                 continue
             parts[-1].append(t)
         head = [t.text for t in parts[0]]
-        if head[:1] != [root] or (len(head) > 1 and head[1] != "["):
-            return None
-        st = self._decl_types(a.func).get(root)
+        if acc is not None:
+            # BTRFS_I(inode)->f: the struct that embeds the private inode
+            if len(head) != 4 or head[1] != "(" or head[3] != ")" or head[2] not in priv:
+                return None
+            root, st = head[2], acc
+        else:
+            if head[:1] != [root] or (len(head) > 1 and head[1] != "["):
+                return None
+            st = self._decl_types(a.func).get(root)
         for p in parts[1:]:
             if len(p) != 1 or st is None:
                 return None
@@ -1408,6 +1423,7 @@ class Analysis:
         with their callees up to context_depth."""
         roots = {}
         any_time = set()
+        ops_any = set()
         for f, toks in self.src.toks.items():
             for i, t in enumerate(toks):
                 if t.kind != "id" or i + 1 >= len(toks) or toks[i + 1].text != "(":
@@ -1426,6 +1442,20 @@ class Analysis:
                                     c["context"], c["call"], _short(f), t.line))
                                 if c.get("any_time"):
                                     any_time.add(toks[a].text)
+            # '.member = fn' in an ops table the kernel calls through
+            # (ops_contexts: '.getattr = btrfs_getattr')
+            for i in range(1, len(toks) - 3) if self.P.ops_contexts else ():
+                c = self.P.ops_contexts.get(toks[i].text)
+                if c is None or toks[i - 1].text != "." or toks[i + 1].text != "=" or \
+                        toks[i + 2].kind != "id" or toks[i + 3].text not in (",", "}") or \
+                        toks[i + 2].text not in self.src.by_name:
+                    continue
+                fn = toks[i + 2].text
+                roots.setdefault(fn, "%s (.%s at %s:%d)" % (c["context"], toks[i].text,
+                                                             _short(f), toks[i].line))
+                if c.get("any_time"):
+                    any_time.add(fn)
+                    ops_any.add(fn)
         for h in self.P.handlers:
             for fn in h["functions"]:
                 roots.setdefault(fn, "%s handler (declared)" % h["context"])
@@ -1446,6 +1476,15 @@ class Analysis:
         # handlers that run at any time, relative to everything else (a
         # sysfs show handler): their own loads, not their callees', which
         # also run from other places
+        # the direct callees of an ops callback that runs at any time run
+        # at any time too, in that call (btrfs_fileattr_get() reads the
+        # flags in btrfs_inode_flags_to_fsflags())
+        for fn in sorted(ops_any):
+            for f2 in self.src.by_name.get(fn, []):
+                res = self.flows.get((f2.file, f2.name))
+                for (_, callee, st) in (res.calls if res else ()):
+                    if callee in self.src.by_name and callee not in self.P.lockfns:
+                        any_time.add(callee)
         self.any_time = any_time
         return ctx
 

@@ -20,7 +20,8 @@ SCHEMA = {
     "policies": list, "rules": list, "subsystem": str, "_comment": str,
     "scalar_typedefs": list, "test_dirs": list, "non_retaining_functions": list,
     "publish_functions": list, "unlink_functions": list, "sync_callers": list,
-    "link_removal_functions": list, "link_test_functions": list,
+    "link_removal_functions": list, "link_test_functions": list, "ops_contexts": list,
+    "container_accessors": list,
     "assertion_calls": list,
 }
 
@@ -39,6 +40,8 @@ class Policies:
         self.task_private = {}
         self.handlers = []
         self.contexts = []
+        self.ops_contexts = {}     # ops-table member -> context ('.getattr = fn')
+        self.container_accessors = {}  # BTRFS_I -> btrfs_inode: the struct embedding the argument
         self.exceptions = []
         self.bitops = {}
         self.wait_macros = set()
@@ -136,6 +139,15 @@ def load(pdir=None, subsystem="btrfs"):
                 raise UserError("%s: malformed policy file: context %s: any_time must be "
                                 "true or false" % (f, c["call"]))
             P.contexts.append(c)
+        for c in d.get("ops_contexts", []):
+            _need(f, c, ("member", "context"), "ops_contexts")
+            if not isinstance(c.get("any_time", False), bool):
+                raise UserError("%s: malformed policy file: ops context %s: any_time must be "
+                                "true or false" % (f, c["member"]))
+            P.ops_contexts[c["member"]] = c
+        for c in d.get("container_accessors", []):
+            _need(f, c, ("name", "struct"), "container_accessors")
+            P.container_accessors[c["name"]] = c["struct"]
         for e in d.get("exceptions", []):
             _need(f, e, ("field", "reason"), "exceptions")
             P.exceptions.append(e)
