@@ -1424,38 +1424,42 @@ class Analysis:
         roots = {}
         any_time = set()
         ops_any = set()
+        ops = self.P.ops_contexts
+        calls = {c["call"] for c in self.P.contexts}
         for f, toks in self.src.toks.items():
+            n = len(toks)
             for i, t in enumerate(toks):
-                if t.kind != "id" or i + 1 >= len(toks) or toks[i + 1].text != "(":
+                if t.kind != "id":
+                    continue
+                if t.text in ops and 0 < i < n - 3 and toks[i - 1].text == "." and \
+                        toks[i + 1].text == "=" and toks[i + 2].kind == "id" and \
+                        toks[i + 3].text in (",", "}") and toks[i + 2].text in self.src.by_name:
+                    # '.member = fn' in an ops table the kernel calls through
+                    # (ops_contexts: '.getattr = btrfs_getattr')
+                    c = ops[t.text]
+                    fn = toks[i + 2].text
+                    roots.setdefault(fn, "%s (.%s at %s:%d)" % (c["context"], t.text,
+                                                                 _short(f), t.line))
+                    if c.get("any_time"):
+                        any_time.add(fn)
+                        ops_any.add(fn)
+                    continue
+                if t.text not in calls or i + 1 >= n or toks[i + 1].text != "(":
                     continue
                 for c in self.P.contexts:
                     if t.text != c["call"]:
                         continue
                     end = csrc.match_paren(toks, i + 1)
                     args = _split(toks, i + 2, end)
-                    for n in c["args"]:
-                        if n < len(args):
-                            a, b = args[n]
+                    for k in c["args"]:
+                        if k < len(args):
+                            a, b = args[k]
                             if b - a == 1 and toks[a].kind == "id" and toks[a].text in \
                                     self.src.by_name:
                                 roots.setdefault(toks[a].text, "%s handler (%s at %s:%d)" % (
                                     c["context"], c["call"], _short(f), t.line))
                                 if c.get("any_time"):
                                     any_time.add(toks[a].text)
-            # '.member = fn' in an ops table the kernel calls through
-            # (ops_contexts: '.getattr = btrfs_getattr')
-            for i in range(1, len(toks) - 3) if self.P.ops_contexts else ():
-                c = self.P.ops_contexts.get(toks[i].text)
-                if c is None or toks[i - 1].text != "." or toks[i + 1].text != "=" or \
-                        toks[i + 2].kind != "id" or toks[i + 3].text not in (",", "}") or \
-                        toks[i + 2].text not in self.src.by_name:
-                    continue
-                fn = toks[i + 2].text
-                roots.setdefault(fn, "%s (.%s at %s:%d)" % (c["context"], toks[i].text,
-                                                             _short(f), toks[i].line))
-                if c.get("any_time"):
-                    any_time.add(fn)
-                    ops_any.add(fn)
         for h in self.P.handlers:
             for fn in h["functions"]:
                 roots.setdefault(fn, "%s handler (declared)" % h["context"])

@@ -127,8 +127,11 @@ def expr_end(S, k):
     raise Skip("no end of statement")
 
 
-def simple_operand(S, a, b):
-    """True if tokens a..b (inclusive) need no parentheses after a binary op."""
+def simple_operand(S, a, b, op=None):
+    """True if tokens a..b (inclusive) need no parentheses after the binary
+    operator op: no top-level operator at all, or (op one of | & ^) only
+    op itself, which is associative ('x |= A | B' becomes 'x | A | B', as
+    Coccinelle writes it)."""
     depth = 0
     for i in range(a, b + 1):
         x = S.txt(i)
@@ -137,6 +140,8 @@ def simple_operand(S, a, b):
         elif x in (")", "]"):
             depth -= 1
         elif depth == 0 and (x in BINOP or x in ASSIGN):
+            if op in ("|", "&", "^") and x == op:
+                continue
             return False
     return True
 
@@ -249,7 +254,7 @@ def plan_file_edits(src, sites, comments, toks=None, at=None):
                 elif op in ASSIGN and op != "=" and stmt_context(S, j):
                     semi = expr_end(S, i + 2)
                     E.values[key] = (b, S.off(semi))
-                    paren = not simple_operand(S, i + 2, semi - 1)
+                    paren = not simple_operand(S, i + 2, semi - 1, op[:-1])
                     E.insert(key, a, "WRITE_ONCE(", (0, -(S.off(semi) - a)))
                     E.late(key, a, b, S.off(i + 2), fmt, op[:-1], "(" if paren else "")
                     E.insert(key, S.end(semi - 1), "))" if paren else ")",
