@@ -368,21 +368,19 @@ class Analysis:
         self._sites[id(fn)] = (fn, sites)
         return sites
 
-    def call_graph(self):
-        """Address-taken functions, functions named in macro bodies (their
-        callers are not visible), dead code (preprocessor-disabled blocks,
-        functions nothing live calls) and functions only test code calls.
-        Calls from dead code are dropped from the call graph."""
+    def source_scan(self):
+        """The parts of the call graph that depend on the sources alone (no
+        facts, no lock flow), as plain data: it can be computed in another
+        process while this one reads the facts (commands.analyse()).
+
+        addr: (name, file, owner function key, call index) for each use of
+        a function's name that is not a call; the call index is set when
+        the name is a whole argument of a synchronous caller (list_sort(),
+        rb_find()...), whose call is then its call site.  Also the
+        functions named in macro bodies, the preprocessor-disabled lines,
+        the function names the kernel's trace event headers mention, and
+        those a header of the target declares."""
         src = self.src
-        addr_taken = set()
-        # a callback handed to a synchronous helper (list_sort(), bsearch(),
-        # rb_find()...) runs inside that call: the call is its call site
-        sync = collections.defaultdict(list)
-        not_sync = set()
-        state_at = {}
-        for key, res in self.flows.items():
-            for (k, name, st) in res.calls:
-                state_at[(key[0], k)] = st
         fns_of = collections.defaultdict(list)
         for fn in src.funcs.values():
             fns_of[fn.file].append(fn)
@@ -404,6 +402,7 @@ class Analysis:
                     names.add(t.text)
             if names:
                 local[(fn.file, fn.body_start, fn.body_end)] = names
+        addr = []
         for f, toks in src.toks.items():
             for i, t in enumerate(toks):
                 if t.kind == "id" and t.text in src.by_name and \
@@ -414,8 +413,8 @@ class Analysis:
                     if owner and t.text in local.get((f, owner[0].body_start,
                                                       owner[0].body_end), ()):
                         continue
-                    addr_taken.add(t.text)
                     c = self._call_arg(toks, i, owner[0].body_start) if owner else None
+                    jcall = None
                     if c and c[0] in self.P.sync_callers and toks[i - 1].text in (",", "(") \
                             and toks[i + 1].text in (",", ")"):
                         j = i - 1
@@ -423,22 +422,14 @@ class Analysis:
                         while j > owner[0].body_start and (toks[j].text != "(" or depth):
                             depth += {")": 1, "(": -1}.get(toks[j].text, 0)
                             j -= 1
-                        st = state_at.get((f, j - 1))
-                        if st is not None:
-                            sync[t.text].append((owner[0], st, j - 1))
-                            continue
-                    not_sync.add(t.text)
-        for name, sites in sync.items():
-            if name not in not_sync:
-                addr_taken.discard(name)
-                self.calls[name] = self.calls.get(name, []) + sites
-        self._sites = {}
-        self.addr_taken = addr_taken
+                        jcall = j - 1
+                    addr.append((t.text, f, (owner[0].file, owner[0].name) if owner else None,
+                                 jcall))
         macro_used = set()
         pasted = set()
-        self.dead_lines = {}
+        dead_lines = {}
         for f, text in src.text.items():
-            self.dead_lines[f] = csrc.disabled_lines(text)
+            dead_lines[f] = csrc.disabled_lines(text)
             for body in csrc.macro_bodies(text):
                 for t in csrc.tokenize(body.replace("#", " ")):
                     if t.kind == "id" and t.text in src.by_name:
@@ -469,14 +460,6 @@ class Analysis:
                     name[:-len(x)] if kind == "suffix" and name.endswith(x) else None
                 if rest and "_" not in rest:
                     macro_used.add(name)
-        self.macro_used = macro_used
-        calls = collections.defaultdict(list)
-        for callee, sites in self.calls.items():
-            for s in sites:
-                if src.toks[s[0].file][s[2]].line not in self.dead_lines.get(s[0].file, ()):
-                    calls[callee].append(s)
-        self.calls = calls
-        self._sites = {}
         # non-static functions named by the kernel's trace event headers
         # are called from there
         outside = set()
@@ -493,6 +476,53 @@ class Analysis:
             if f.endswith(".h"):
                 declared.update(toks[i].text for i in range(len(toks) - 1)
                                 if toks[i].kind == "id" and toks[i + 1].text == "(")
+        names = set(src.by_name)
+        return {"addr": addr, "macro_used": macro_used, "dead_lines": dead_lines,
+                "outside": outside & names, "declared": declared & names}
+
+    def call_graph(self, scan=None):
+        """Address-taken functions, functions named in macro bodies (their
+        callers are not visible), dead code (preprocessor-disabled blocks,
+        functions nothing live calls) and functions only test code calls.
+        Calls from dead code are dropped from the call graph.  scan: the
+        result of source_scan(), if it was computed elsewhere."""
+        src = self.src
+        if scan is None:
+            scan = self.source_scan()
+        addr_taken = set()
+        # a callback handed to a synchronous helper (list_sort(), bsearch(),
+        # rb_find()...) runs inside that call: the call is its call site
+        sync = collections.defaultdict(list)
+        not_sync = set()
+        state_at = {}
+        for key, res in self.flows.items():
+            for (k, name, st) in res.calls:
+                state_at[(key[0], k)] = st
+        for name, f, owner, jcall in scan["addr"]:
+            addr_taken.add(name)
+            if jcall is not None:
+                st = state_at.get((f, jcall))
+                if st is not None:
+                    sync[name].append((src.funcs[owner], st, jcall))
+                    continue
+            not_sync.add(name)
+        for name, sites in sync.items():
+            if name not in not_sync:
+                addr_taken.discard(name)
+                self.calls[name] = self.calls.get(name, []) + sites
+        self._sites = {}
+        self.addr_taken = addr_taken
+        self.dead_lines = scan["dead_lines"]
+        self.macro_used = macro_used = scan["macro_used"]
+        calls = collections.defaultdict(list)
+        for callee, sites in self.calls.items():
+            for s in sites:
+                if src.toks[s[0].file][s[2]].line not in self.dead_lines.get(s[0].file, ()):
+                    calls[callee].append(s)
+        self.calls = calls
+        self._sites = {}
+        outside = scan["outside"]
+        declared = scan["declared"]
         dead = {}
         for key, fn in src.funcs.items():
             if fn.line in self.dead_lines.get(fn.file, ()):
@@ -1881,10 +1911,12 @@ class Analysis:
                 return "%s() at %s" % (b.fn, b.where())
         return None
 
-    def run(self):
+    def run(self, scan=None):
+        """scan: a callable giving source_scan()'s result, called after the
+        lock flow (commands.analyse() computes it in another process)."""
         self.build_accesses()
         self.run_flow()
-        self.call_graph()
+        self.call_graph(scan() if scan is not None else None)
         self.entry_locks()
         self.attach_held()
         self.apply_exclusions()

@@ -59,9 +59,43 @@ def _analyse(args, tree=None, check_tree=True):
     if "err" in box:
         raise box["err"]
     src = box["src"]
-    A = Analysis(str(tree), args.target, recs, P, files, src=src).run()
+    A = Analysis(str(tree), args.target, recs, P, files, src=src)
+    A.run(scan=_scan_beside(A))
     A.cached = cached
     return A
+
+
+def _scan_beside(A):
+    """Start A.source_scan() in a forked child, which runs on the other
+    core while this process builds the accesses and the lock flow; the
+    callable returned waits for its result.  None (scan in process) when
+    fork is not available or fails."""
+    import pickle
+    try:
+        r, w = os.pipe()
+        pid = os.fork()
+    except (AttributeError, OSError):
+        return None
+    if pid == 0:                                    # the child
+        code = 1
+        try:
+            os.close(r)
+            data = pickle.dumps(A.source_scan(), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(w, "wb") as out:
+                out.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+
+    def wait():
+        with os.fdopen(r, "rb") as inp:
+            data = inp.read()
+        _, status = os.waitpid(pid, 0)
+        if status != 0 or not data:
+            return A.source_scan()                  # the child failed: do it here
+        return pickle.loads(data)
+    return wait
 
 
 def _plan_key(args, tree):
