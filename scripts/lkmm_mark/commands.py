@@ -123,6 +123,7 @@ def get_plan(args, tree=None):
     require_tools("spatch")
     if tree is None:
         tree = ensure_tree(args.tree, args.target)
+    _wait_writers()
     key = _plan_key(args, tree)
     cfile = cache_dir() / "plans" / (key + ".json")
     if not args.no_cache and cfile.exists():
@@ -131,14 +132,48 @@ def get_plan(args, tree=None):
     A = analyse(args, tree=tree)
     d = plan_dict(A)
     cfile.parent.mkdir(parents=True, exist_ok=True)
+    _write_behind(cfile, d)
+    return d
+
+
+_WRITERS = []
+
+
+def _write_cache(cfile, d):
     tmp = cfile.with_suffix(".tmp%d" % os.getpid())
     # one encoding, one write: json.dump() writes each small chunk
     # separately and takes three times as long for this 14 MB plan
     text = json.dumps(d)
     with open(tmp, "w") as f:
         f.write(text)
-    os.replace(tmp, cfile)
-    return d
+    os.replace(tmp, cfile)          # readers see the whole file or none
+
+
+def _write_behind(cfile, d):
+    """Write the plan cache from a forked child, so that the caller has the
+    plan at once; get_plan() in this process waits for it first.  In
+    process when fork is not available."""
+    try:
+        pid = os.fork()
+    except (AttributeError, OSError):
+        _write_cache(cfile, d)
+        return
+    if pid == 0:
+        code = 1
+        try:
+            _write_cache(cfile, d)
+            code = 0
+        finally:
+            os._exit(code)
+    _WRITERS.append(pid)
+
+
+def _wait_writers():
+    while _WRITERS:
+        try:
+            os.waitpid(_WRITERS.pop(), 0)
+        except ChildProcessError:
+            pass
 
 
 def plan_report_lines(d, include_all=False, tests=False):
