@@ -510,7 +510,6 @@ class Analysis:
             if name not in not_sync:
                 addr_taken.discard(name)
                 self.calls[name] = self.calls.get(name, []) + sites
-        self._sites = {}
         self.addr_taken = addr_taken
         self.dead_lines = scan["dead_lines"]
         self.macro_used = macro_used = scan["macro_used"]
@@ -1453,7 +1452,7 @@ class Analysis:
         with their callees up to context_depth."""
         roots = {}
         any_time = set()
-        ops_any = set()
+        with_callees = set()
         ops = self.P.ops_contexts
         calls = {c["call"] for c in self.P.contexts}
         for f, toks in self.src.toks.items():
@@ -1472,7 +1471,8 @@ class Analysis:
                                                                  _short(f), t.line))
                     if c.get("any_time"):
                         any_time.add(fn)
-                        ops_any.add(fn)
+                        if c.get("callees"):
+                            with_callees.add(fn)
                     continue
                 if t.text not in calls or i + 1 >= n or toks[i + 1].text != "(":
                     continue
@@ -1490,6 +1490,8 @@ class Analysis:
                                     c["context"], c["call"], _short(f), t.line))
                                 if c.get("any_time"):
                                     any_time.add(toks[a].text)
+                                    if c.get("callees"):
+                                        with_callees.add(toks[a].text)
         for h in self.P.handlers:
             for fn in h["functions"]:
                 roots.setdefault(fn, "%s handler (declared)" % h["context"])
@@ -1508,12 +1510,13 @@ class Analysis:
                             nxt.append(callee)
             frontier = nxt
         # handlers that run at any time, relative to everything else (a
-        # sysfs show handler): their own loads, not their callees', which
-        # also run from other places
-        # the direct callees of an ops callback that runs at any time run
-        # at any time too, in that call (btrfs_fileattr_get() reads the
-        # flags in btrfs_inode_flags_to_fsflags())
-        for fn in sorted(ops_any):
+        # sysfs show handler): their own loads, and those of their direct
+        # callees when the context says so ("callees": true; the VFS
+        # callbacks: btrfs_fileattr_get() reads the flags in
+        # btrfs_inode_flags_to_fsflags()).  The sysfs contexts do not: their
+        # handlers call shared helpers (btrfs_is_zoned() reads zone_size,
+        # set at mount), which would add nothing but false positives.
+        for fn in sorted(with_callees):
             for f2 in self.src.by_name.get(fn, []):
                 res = self.flows.get((f2.file, f2.name))
                 for (_, callee, st) in (res.calls if res else ()):

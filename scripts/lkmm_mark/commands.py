@@ -65,28 +65,41 @@ def _analyse(args, tree=None, check_tree=True):
     return A
 
 
+def _fork(work):
+    """Run work() in a forked child that exits when it is done: the
+    child's pid, or None when fork is not available (then nothing ran)."""
+    try:
+        pid = os.fork()
+    except (AttributeError, OSError):
+        return None
+    if pid == 0:
+        code = 1
+        try:
+            work()
+            code = 0
+        finally:
+            os._exit(code)
+    return pid
+
+
 def _scan_beside(A):
     """Start A.source_scan() in a forked child, which runs on the other
     core while this process builds the accesses and the lock flow; the
     callable returned waits for its result.  None (scan in process) when
-    fork is not available or fails."""
+    fork is not available."""
     import pickle
-    try:
-        r, w = os.pipe()
-        pid = os.fork()
-    except (AttributeError, OSError):
-        return None
-    if pid == 0:                                    # the child
-        code = 1
-        try:
-            os.close(r)
-            data = pickle.dumps(A.source_scan(), protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(w, "wb") as out:
-                out.write(data)
-            code = 0
-        finally:
-            os._exit(code)
+    r, w = os.pipe()
+
+    def work():
+        os.close(r)
+        data = pickle.dumps(A.source_scan(), protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(w, "wb") as out:
+            out.write(data)
+    pid = _fork(work)
     os.close(w)
+    if pid is None:
+        os.close(r)
+        return None
 
     def wait():
         with os.fdopen(r, "rb") as inp:
@@ -153,19 +166,11 @@ def _write_behind(cfile, d):
     """Write the plan cache from a forked child, so that the caller has the
     plan at once; get_plan() in this process waits for it first.  In
     process when fork is not available."""
-    try:
-        pid = os.fork()
-    except (AttributeError, OSError):
+    pid = _fork(lambda: _write_cache(cfile, d))
+    if pid is None:
         _write_cache(cfile, d)
-        return
-    if pid == 0:
-        code = 1
-        try:
-            _write_cache(cfile, d)
-            code = 0
-        finally:
-            os._exit(code)
-    _WRITERS.append(pid)
+    else:
+        _WRITERS.append(pid)
 
 
 def _wait_writers():

@@ -135,15 +135,17 @@ def load(pdir=None, subsystem="btrfs"):
             P.handlers.append(h)
         for c in d.get("contexts", []):
             _need(f, c, ("call", "args", "context"), "contexts")
-            if not isinstance(c.get("any_time", False), bool):
-                raise UserError("%s: malformed policy file: context %s: any_time must be "
-                                "true or false" % (f, c["call"]))
+            for b in ("any_time", "callees"):
+                if not isinstance(c.get(b, False), bool):
+                    raise UserError("%s: malformed policy file: context %s: %s must be "
+                                    "true or false" % (f, c["call"], b))
             P.contexts.append(c)
         for c in d.get("ops_contexts", []):
             _need(f, c, ("member", "context"), "ops_contexts")
-            if not isinstance(c.get("any_time", False), bool):
-                raise UserError("%s: malformed policy file: ops context %s: any_time must be "
-                                "true or false" % (f, c["member"]))
+            for b in ("any_time", "callees"):
+                if not isinstance(c.get(b, False), bool):
+                    raise UserError("%s: malformed policy file: ops context %s: %s must be "
+                                    "true or false" % (f, c["member"], b))
             P.ops_contexts[c["member"]] = c
         for c in d.get("container_accessors", []):
             _need(f, c, ("name", "struct"), "container_accessors")
