@@ -26,6 +26,10 @@
  *	against mutators (small pwrites, fallocate and punch hole, truncate,
  *	setxattr, chmod, utimes, SETFLAGS, fdatasync, create/rename/unlink).
  *	Even threads only read, odd ones mostly mutate.
+ *   lkstress race DIR SECS THREADS sync
+ *	The same, but every sync step is an fsync or fdatasync and every
+ *	thread also makes the slow reads: fallocate, writeback and log syncs
+ *	of the same few files at once (the prealloc/nocow races).
  *	The content of these files is not checked; errors are not failures
  *	except when a file cannot be opened.
  *   lkstress pairs DIR SECS
@@ -616,6 +620,8 @@ static int do_sysfs(const char *fs, int secs, int nthreads)
 #define RFILES 4
 
 static const char *rdir;
+static int rsync_mode;		/* "race DIR SECS THREADS sync": fsync at every
+				 * sync step and slow readers everywhere */
 
 static void race_reader(uint64_t *s, int dfd, int *fds, char *buf, int quick_only)
 {
@@ -731,8 +737,10 @@ static void race_mutator(uint64_t *s, long id, int dfd, int *fds, char *buf)
 		break;
 	case 9:
 	case 10:
-		/* fsync holds the inode lock for long under TCG: seldom */
-		if (xs(s) % 8 == 0)
+		/* fsync holds the inode lock for long under TCG: seldom,
+		 * except in sync mode, where fsync, fallocate and writeback
+		 * of the same few files are what races */
+		if (rsync_mode || xs(s) % 8 == 0)
 			(r == 9 ? fdatasync : fsync)(fd);
 		else
 			pwrite(fd, buf, 512, off);
@@ -784,7 +792,7 @@ static void *racer(void *arg)
 		/* even threads only read (they never block in fsync or a
 		 * transaction), odd threads mutate with a few reads between */
 		for (j = 0; j < (id % 2 ? 2 : 16); j++)
-			race_reader(&s, dfd, fds, buf, !(id % 2));
+			race_reader(&s, dfd, fds, buf, !rsync_mode && !(id % 2));
 		if (id % 2)
 			race_mutator(&s, id, dfd, fds, buf);
 		atomic_fetch_add(&ops, id % 2 ? 3 : 16);
@@ -806,7 +814,8 @@ static int do_race(const char *dir, int secs, int nthreads)
 		pthread_create(&t[i], NULL, racer, (void *)i);
 	for (i = 0; i < nthreads; i++)
 		pthread_join(t[i], NULL);
-	printf("@@LKMM ops race %ld failures %d\n", (long)ops, failures);
+	printf("@@LKMM ops %s %ld failures %d\n", rsync_mode ? "racesync" : "race",
+	       (long)ops, failures);
 	return failures ? 1 : 0;
 }
 
@@ -967,12 +976,15 @@ int main(int argc, char **argv)
 		return do_fsync(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 5 && !strcmp(argv[1], "sysfs"))
 		return do_sysfs(argv[2], atoi(argv[3]), atoi(argv[4]));
-	if (argc == 5 && !strcmp(argv[1], "race"))
+	if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "sync"))) &&
+	    !strcmp(argv[1], "race")) {
+		rsync_mode = argc == 6;
 		return do_race(argv[2], atoi(argv[3]), atoi(argv[4]));
+	}
 	if (argc == 4 && !strcmp(argv[1], "pairs"))
 		return do_pairs(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: lkstress write DIR SECS THREADS MANIFEST | verify MANIFEST |\n"
 			"       fsync DIR SECS THREADS | sysfs FSDIR SECS THREADS |\n"
-			"       race DIR SECS THREADS | pairs DIR SECS\n");
+			"       race DIR SECS THREADS [sync] | pairs DIR SECS\n");
 	return 2;
 }
