@@ -56,3 +56,9 @@ class CliErrors(unittest.TestCase):
             self.check_error(run("report", "--policies", d), "without 'functions'")
             Path(d, "btrfs", "bad.json").write_text('{"lock_wrappers": []}')
             self.check_error(run("report", "--policies", d), "unknown key")
+            Path(d, "btrfs", "bad.json").write_text(
+                '{"lock_functions": [{"name": "f", "op": "acquire", "when_arg": [1]}]}')
+            self.check_error(run("report", "--policies", d), "when_arg must be")
+            Path(d, "btrfs", "bad.json").write_text(
+                '{"param_locks": [{"struct": "h", "lock": "h.l", "mode": "shared", "reason": "r"}]}')
+            self.check_error(run("report", "--policies", d), "mode must be read or exclusive")

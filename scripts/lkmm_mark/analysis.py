@@ -334,22 +334,62 @@ class Analysis:
         self.flows = {}
         self.calls = collections.defaultdict(list)     # callee -> [(caller Function, State)]
         self._sites = {}                               # sites_of() cache, reset with calls
+        self._want = {}
         for key, fn in self.src.funcs.items():
             f = fn.file
             toks = self.src.toks[f]
-            want = {a.tok for a in by_func.get(key, ())}
-
-            def resolve(x, y, _f=f, _t=toks):
-                return self.lock_name_of(_f, _t, x, y)
-
-            flow = LockFlow(toks, fn.body_start, fn.body_end + 1, self.P.lockfns, resolve, want)
-            res = flow.run(State())
+            want = self._want[key] = {a.tok for a in by_func.get(key, ())}
+            res = self._flow(fn, want, State())
             self.flows[key] = res
             ctx = call_context(toks, fn.body_start, fn.body_end + 1)
             for a in by_func.get(key, ()):
                 a.ctx = ctx.get(a.tok, ())
             for (k, callee, st) in res.calls:
                 self.calls[callee].append((fn, st, k))
+
+    def _flow(self, fn, want, entry):
+        f = fn.file
+        toks = self.src.toks[f]
+
+        def resolve(x, y):
+            return self.lock_name_of(f, toks, x, y)
+
+        return LockFlow(toks, fn.body_start, fn.body_end + 1, self.P.lockfns, resolve,
+                        want).run(entry)
+
+    def cond_params(self):
+        """A conditionally kept lock handed on as a flag: after 'if (!v)
+        up_read(L);' the caller passes v to f(), and f() tests its
+        parameter (__btrfs_map_block() -> find_live_mirror()).  When every
+        call site passes such a flag in the same position, L is held in f()
+        wherever that parameter is true: f()'s flow is run again with it."""
+        for key, fn in self.src.funcs.items():
+            if fn.name in self.addr_taken or fn.name in self.macro_used:
+                continue
+            sites = self.sites_of(fn)
+            if not sites or not self._want.get(key):
+                continue
+            names = self.params(fn)
+            common = None
+            for (caller, st, k) in sites:
+                found = {}
+                if st.cond:
+                    toks = self.src.toks[caller.file]
+                    for n, (a, b) in enumerate(self._call_args(caller.file, k) or ()):
+                        if b - a != 1 or n >= len(names) or not names[n]:
+                            continue
+                        for lk, (v, h) in st.cond.items():
+                            if v == toks[a].text:
+                                found[lk] = (names[n], How(
+                                    "%s, passed as '%s' by %s() at %s:%d" % (
+                                        h.what, names[n], caller.name, _short(caller.file),
+                                        toks[k].line), h.line))
+                common = found if common is None else \
+                    {lk: x for lk, x in common.items() if found.get(lk, (None,))[0] == x[0]}
+                if not common:
+                    break
+            if common:
+                self.flows[key] = self._flow(fn, self._want[key], State(cond=common))
 
     # ---------------------------------------------------------- call graph
     def _is_test_file(self, f):
@@ -409,6 +449,10 @@ class Analysis:
                         not (i + 1 < len(toks) and toks[i + 1].text == "("):
                     if i > 0 and toks[i - 1].text in (".", "->"):
                         continue
+                    if i > 1 and toks[i - 1].text == "*" and toks[i - 2].text == "(" and \
+                            toks[i + 1].text == ")":
+                        # '(*name)(...)': a function pointer declarator
+                        continue
                     owner = _owner(fns_of[f], starts_of.get(f, []), i)
                     if owner and t.text in local.get((f, owner[0].body_start,
                                                       owner[0].body_end), ()):
@@ -424,7 +468,7 @@ class Analysis:
                             j -= 1
                         jcall = j - 1
                     addr.append((t.text, f, (owner[0].file, owner[0].name) if owner else None,
-                                 jcall))
+                                 jcall, None if owner else _ops_member(toks, i)))
         macro_used = set()
         pasted = set()
         dead_lines = {}
@@ -498,18 +542,46 @@ class Analysis:
         for key, res in self.flows.items():
             for (k, name, st) in res.calls:
                 state_at[(key[0], k)] = st
-        for name, f, owner, jcall in scan["addr"]:
+        ops = collections.defaultdict(set)      # name -> {(ops struct, member)}
+        not_ops = set()
+        for name, f, owner, jcall, member in scan["addr"]:
             addr_taken.add(name)
             if jcall is not None:
                 st = state_at.get((f, jcall))
                 if st is not None:
                     sync[name].append((src.funcs[owner], st, jcall))
+                    not_ops.add(name)
                     continue
             not_sync.add(name)
+            if member is not None and src.member(member[0], member[1]) is not None:
+                ops[name].add(tuple(member))
+            else:
+                not_ops.add(name)
         for name, sites in sync.items():
             if name not in not_sync:
                 addr_taken.discard(name)
                 self.calls[name] = self.calls.get(name, []) + sites
+        # a function stored only in members of ops tables whose struct the
+        # target defines runs only where the target calls those members:
+        # 'ctl->op->use_bitmap(...)' for '.use_bitmap = use_bitmap' in a
+        # 'struct btrfs_free_space_op' (no code outside the target knows
+        # the type).  Those member calls are its call sites.
+        self.ops_sites = {}
+        for name, members in ops.items():
+            if name in not_ops:
+                continue
+            sites = []
+            for (st_name, m) in sorted(members):
+                for s_ in self.calls.get(m, []):
+                    toks = src.toks[s_[0].file]
+                    if toks[s_[2] - 1].text in ("->", "."):
+                        sites.append(s_)
+            if sites:
+                addr_taken.discard(name)
+                direct = [s_ for s_ in self.calls.get(name, [])
+                          if src.toks[s_[0].file][s_[2] - 1].text not in ("->", ".")]
+                self.calls[name] = direct + sites
+                self.ops_sites[name] = sorted(members)
         self.addr_taken = addr_taken
         self.dead_lines = scan["dead_lines"]
         self.macro_used = macro_used = scan["macro_used"]
@@ -763,6 +835,72 @@ class Analysis:
             self._privcache[key] = c
         out = dict(c)
         out.update(self.priv_params.get(key, {}))
+        if out:
+            for n, w in self._private_entries(fn, out).items():
+                out.setdefault(n, w)
+        return out
+
+    _FIRST = {"rb_first", "rb_last", "rb_first_cached", "rb_first_postorder"}
+    _NEXT = {"rb_next", "rb_prev", "rb_next_postorder"}
+    _ENTRY = {"rb_entry": 0, "container_of": 0, "list_first_entry": 0,
+              "list_last_entry": 0, "list_entry": 0}
+    _FOREACH = {"list_for_each_entry": 1, "list_for_each_entry_safe": 2,
+                "list_for_each_entry_reverse": 1, "rbtree_postorder_for_each_entry_safe": 2}
+
+    def _private_entries(self, fn, priv):
+        """Entries of a tree or list that a private object holds: 'n =
+        rb_first(&ctl->root); e = rb_entry(n, ...)', 'list_for_each_entry(e,
+        &x->list, ...)'.  Nobody else can reach them while they are there
+        (copy_free_space_cache() empties a stack ctl)."""
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+
+        def head(a):
+            # '&X->member' or '&X.member' with X private: X
+            if a + 3 < hi and toks[a].text == "&" and toks[a + 1].text in priv and \
+                    toks[a + 2].text in ("->", ".") and toks[a + 3].kind == "id" and \
+                    toks[a + 4].text in (")", ","):
+                return toks[a + 1].text
+            return None
+
+        # entries moved in from elsewhere (list_splice_init_rcu() of a live
+        # device list into a new fs_devices) may still be reachable from
+        # other structures: only containers filled with their own entries
+        for k in range(lo, hi - 2):
+            if toks[k].text.startswith(("list_splice", "list_move", "list_add")) and \
+                    toks[k + 1].text == "(":
+                for a, b in self._call_args(fn.file, k) or ():
+                    x = head(a)
+                    if x is not None:
+                        priv = {n: w for n, w in priv.items() if n != x}
+        nodes, out = {}, {}
+        for k in range(lo, hi - 4):
+            t = toks[k]
+            if t.kind != "id" or toks[k + 1].text != "=" or toks[k + 3].text != "(":
+                continue
+            call = toks[k + 2].text
+            if call in self._FIRST:
+                x = head(k + 4)
+                if x is not None:
+                    nodes[t.text] = x
+            elif call in self._NEXT and toks[k + 4].text in nodes and toks[k + 5].text == ")":
+                nodes.setdefault(t.text, nodes[toks[k + 4].text])
+            elif call in self._ENTRY:
+                a = k + 4
+                x = nodes.get(toks[a].text) if toks[a + 1].text == "," else head(a)
+                if x is not None:
+                    out[t.text] = ("an entry of the tree or list of %s, which is %s"
+                                   % (x, priv[x][0]), priv[x][1])
+        for k in range(lo, hi - 2):
+            n = self._FOREACH.get(toks[k].text)
+            if n is None or toks[k + 1].text != "(":
+                continue
+            args = self._call_args(fn.file, k)
+            if args and len(args) > n and args[0][1] - args[0][0] == 1:
+                x = head(args[n][0])
+                if x is not None:
+                    out[toks[args[0][0]].text] = (
+                        "an entry of the list of %s, which is %s" % (x, priv[x][0]), priv[x][1])
         return out
 
     def _detached(self, fn):
@@ -1060,8 +1198,12 @@ class Analysis:
                 elif op == "assert" and name not in acquired and name not in held:
                     held[name] = How("asserted held in %s()" % fn.name,
                                      self.src.toks[fn.file][k].line)
+            if self.P.param_locks:
+                for name, how in self._param_held(fn).items():
+                    held.setdefault(name, how)
             annot[key] = held
         entry = {k: dict(v) for k, v in annot.items()}
+        clocks = [(" or ".join(c["locks"]), c) for c in self.P.container_locks.values()]
         for _ in range(30):
             changed = False
             for key, fn in self.src.funcs.items():
@@ -1079,6 +1221,12 @@ class Analysis:
                     h = set(st.held)
                     ce = entry.get((caller.file, caller.name), {})
                     h |= {n for n in ce if n not in st.killed}
+                    for name, c in clocks:
+                        # a container's lock: whichever one the caller holds
+                        for lk in c["locks"]:
+                            for m in (lk, lk + ":r"):
+                                if m in h:
+                                    h.add(name + m[len(lk):])
                     common = h if common is None else (common & h)
                     if not common:
                         break
@@ -1096,6 +1244,41 @@ class Analysis:
             if not changed:
                 break
         self.entry = entry
+
+    @property
+    def phase_locks(self):
+        return {c["lock"] for c in self.P.param_locks.values()}
+
+    def _param_held(self, fn):
+        """Locks a parameter of fn stands for (policies/ 'param_locks': a
+        transaction handle means its task counts in the transaction's
+        writers).  Not when fn tests the parameter for NULL or a caller
+        passes NULL: then the function also runs without one."""
+        out = {}
+        names = self.params(fn)
+        types = self._decl_types(fn)
+        toks = None
+        for n, p in enumerate(names):
+            spec = self.P.param_locks.get(types.get(p)) if p else None
+            if spec is None:
+                continue
+            if toks is None:
+                toks = self.src.toks[fn.file]
+            if _null_tested(toks, fn.body_start, fn.body_end, p):
+                continue
+            if any(self._passes_null(caller, k, n) for (caller, st, k) in self.sites_of(fn)):
+                continue
+            name = spec["lock"] + (":r" if spec["mode"] == "read" else "")
+            out[name] = How("%s parameter '%s' (%s)" % (spec["struct"], p, spec["reason"]),
+                            fn.line)
+        return out
+
+    def _passes_null(self, caller, k, n):
+        args = self._call_args(caller.file, k)
+        if not args or n >= len(args):
+            return False
+        a, b = args[n]
+        return b - a == 1 and self.src.toks[caller.file][a].text in ("NULL", "0")
 
     def _passes_private(self, caller, k):
         """The call at toks[k] hands the callee an object that lives on the
@@ -1526,6 +1709,35 @@ class Analysis:
         return ctx
 
     # ------------------------------------------------------------ inference
+    def container_held(self):
+        """policies/ 'container_locks': the entries of a struct are protected
+        by the lock of whichever container holds them (btrfs free-space
+        entries: the ctl's tree_lock or a cluster's lock; they move between
+        the two with both held).  An access holding one of those locks holds
+        the entry's lock."""
+        if not self.P.container_locks:
+            return
+        names = {" or ".join(c["locks"]) for c in self.P.container_locks.values()}
+        for a in self.accesses:
+            if not a.held:
+                continue
+            c = self.P.container_locks.get(a.struct)
+            name = " or ".join(c["locks"]) if c else None
+            # held by every caller: only an entry's own fields have it
+            drop = [h for h in a.held if (h[:-2] if h.endswith(":r") else h) in names
+                    and (name is None or h not in (name, name + ":r"))]
+            if drop:
+                a.held = {k: v for k, v in a.held.items() if k not in drop}
+            if c is None or name in a.held or name + ":r" in a.held:
+                continue
+            for lk in c["locks"]:
+                m = lk if lk in a.held else (lk + ":r" if lk + ":r" in a.held else None)
+                if m is not None:
+                    a.held = dict(a.held)
+                    a.held[name + m[len(lk):]] = How(
+                        "%s held (%s: %s)" % (lk, a.struct, c["reason"]), a.held[m].line)
+                    break
+
     def infer(self):
         byfield = collections.defaultdict(list)
         marked = collections.defaultdict(list)
@@ -1589,9 +1801,13 @@ class Analysis:
         stores = [m for m in marked if m.macro in STORE_MACROS and m.held is not None]
         cnt = collections.Counter()
         first = {}
+        phase = self.phase_locks
         for w in writes + stores:
             for lk in w.held:
-                if lk.endswith(":r") or lk.startswith("?"):
+                if lk.endswith(":r") or lk.startswith("?") or lk in phase:
+                    # a phase lock (policies/ 'param_locks': held shared by
+                    # nearly every function) orders accesses only through
+                    # its exclusive side, below; it is no field's own lock
                     continue
                 cnt[lk] += 1
                 first.setdefault(lk, w)
@@ -1618,11 +1834,29 @@ class Analysis:
             h = {x for x in w.held if not x.endswith(":r") and not x.startswith("?")}
             wl = h if wl is None else wl & h
         info["write_locks"] = sorted(wl or ())
+        # locks every write holds in some mode (a read side counts): a read
+        # holding one of them exclusively cannot race with a write either
+        # (the rwsem case: writers share it, this reader excludes them all)
+        wa = None
+        for w in writes + stores:
+            h = {x[:-2] if x.endswith(":r") else x for x in w.held if not x.startswith("?")}
+            wa = h if wa is None else wa & h
+        info["excl_locks"] = sorted(x + "!x" for x in (wa or ()) if x not in (wl or ()))
 
         def holds(a):
-            return lk is not None and _holds_any(a, [lk] + info["write_locks"])
+            return lk is not None and _holds_any(a, [lk] + info["write_locks"] +
+                                                 info["excl_locks"])
 
         locked_r = [r for r in reads if holds(r)]
+        other_r = [r for r in locked_r if lk not in r.held and lk + ":r" not in r.held]
+        if other_r:
+            r = other_r[0]
+            xl = [x[:-2] for x in info["excl_locks"] if _holds_any(r, [x])]
+            info["other_read"] = "%s() at %s holds %s" % (
+                r.fn, r.where(), ("%s exclusively, which every write holds at least shared"
+                                  % xl[0]) if xl and not _holds_any(r, info["write_locks"])
+                else "%s, which every write holds" % [x for x in info["write_locks"]
+                                                      if _holds_any(r, [x])][0])
         if lk and not locked_r and not lk.startswith(name.split(".")[0] + "."):
             # written under a lock that is neither the struct's own lock
             # nor ever held by a reader: it is held for something else (a
@@ -1721,6 +1955,9 @@ class Analysis:
             if cls == "always-locked" and info.get("owner_reads"):
                 a.reason = "every access to %s holds %s, except the loads of the task " \
                     "that owns the object, which is the only one that stores it" % (name, lk)
+            elif cls == "always-locked" and info.get("other_read"):
+                a.reason = "every write of %s holds %s, and every read holds a lock " \
+                    "that excludes the writes (e.g. %s)" % (name, lk, info["other_read"])
             elif cls == "always-locked":
                 a.reason = "every access to %s holds %s" % (name, lk)
             elif cls == "write-only":
@@ -1760,7 +1997,7 @@ class Analysis:
                     name, ", ".join(h["functions"]), h["reason"])
             return
         held = a.held
-        locks = ([lk] + info.get("write_locks", [])) if lk else []
+        locks = ([lk] + info.get("write_locks", []) + info.get("excl_locks", [])) if lk else []
         holds = lk is not None and _holds_any(a, locks)
         holds_x = lk is not None and lk in held
         share = info.get("share")
@@ -1812,19 +2049,25 @@ class Analysis:
             # every store holds a lock this read holds, the re-read races
             # with nothing (the unlocked read before it is marked itself).
             if self._unlocked_read_before(a, locks) and \
-                    not _holds_any(a, info.get("write_locks") or []):
+                    not _holds_any(a, (info.get("write_locks") or []) +
+                                   info.get("excl_locks", [])):
                 a.action, a.rule = "READ_ONCE", "refetch-after-lock"
                 a.reason = "%s is read without %s earlier in %s() and re-read under it here" % (
                     name, lk, a.fn)
             else:
                 a.action, a.rule = "none", "locked-read"
-                if self._unlocked_read_before(a, locks):
-                    w = [x for x in info["write_locks"] if _holds_any(a, [x])][0]
+                wl = [x for x in info["write_locks"] if _holds_any(a, [x])]
+                xl = [x[:-2] for x in info.get("excl_locks", []) if _holds_any(a, [x])]
+                if not _holds_any(a, [lk] + wl) and xl:
+                    a.reason = "read holding %s exclusively, which every write of %s " \
+                        "holds at least shared" % (xl[0], name)
+                elif self._unlocked_read_before(a, locks):
+                    w = wl[0]
                     a.reason = "re-read under %s after a read without it in %s(); every " \
                         "write of %s holds %s, so this read races with none" % (
                             w, a.fn, name, w)
                 elif not _holds_any(a, [lk]):
-                    w = [x for x in info["write_locks"] if _holds_any(a, [x])][0]
+                    w = wl[0]
                     a.reason = "read under %s, which every write of %s holds" % (w, name)
                 else:
                     a.reason = "read under %s, which every write of %s holds" % (lk, name) \
@@ -1921,9 +2164,11 @@ class Analysis:
         self.run_flow()
         self.call_graph(scan() if scan is not None else None)
         self.entry_locks()
+        self.cond_params()
         self.attach_held()
         self.apply_exclusions()
         self.owner_reads()
+        self.container_held()
         self.infer()
         return self
 
@@ -1973,8 +2218,62 @@ def _a(what):
     return what if what.startswith("called from") else "a " + what
 
 
+def _ops_member(toks, i):
+    """(struct, member) when toks[i] is the value of a designated
+    initializer '.member = name' inside 'struct S x = { ... }' (or an
+    array of them), else None."""
+    if i < 3 or toks[i - 1].text != "=" or toks[i - 2].kind != "id" or \
+            toks[i - 3].text != "." or toks[i + 1].text not in (",", "}"):
+        return None
+    depth = 0
+    j = i - 3
+    while j > 0:
+        x = toks[j].text
+        if x == "}":
+            depth += 1
+        elif x == "{":
+            if depth == 0:
+                break
+            depth -= 1
+        elif x == ";" and depth == 0:
+            return None
+        j -= 1
+    # 'struct S name[] = {' or 'struct S name = {' (const/static before)
+    k = j - 1
+    if k < 0 or toks[k].text != "=":
+        return None
+    for n in range(k - 1, max(k - 8, 0), -1):
+        if toks[n].text == "struct" and toks[n + 1].kind == "id":
+            return (toks[n + 1].text, toks[i - 2].text)
+        if toks[n].text in (";", "}", "{"):
+            break
+    return None
+
+
+def _null_tested(toks, lo, hi, name):
+    """Does toks[lo:hi] compare name with NULL ('!p', 'p == NULL', 'if (p)',
+    'p ? ...', 'p && ...')?"""
+    for k in range(lo + 1, hi - 1):
+        if toks[k].text != name or toks[k].kind != "id":
+            continue
+        prev, nxt = toks[k - 1].text, toks[k + 1].text
+        if prev in ("->", "."):
+            continue
+        if prev == "!" or nxt in ("?", "&&", "||") or prev in ("&&", "||"):
+            return True
+        if nxt in ("==", "!=") and toks[k + 2].text == "NULL":
+            return True
+        if prev in ("==", "!=") and toks[k - 2].text == "NULL":
+            return True
+        if prev == "(" and nxt == ")" and toks[k - 2].text in ("if", "while"):
+            return True
+    return False
+
+
 def _holds_any(a, locks):
-    return any(lk in a.held or lk + ":r" in a.held for lk in locks)
+    """a holds one of locks, in any mode ('L!x': only exclusively)."""
+    return any((lk[:-2] in a.held) if lk.endswith("!x") else
+               (lk in a.held or lk + ":r" in a.held) for lk in locks)
 
 
 def _root(base):

@@ -303,6 +303,16 @@ class LockFlow:
         return name + ":r" if spec.get("mode") == "read" else name
 
     def _lock_name(self, spec, alo, ahi):
+        w = spec.get("when_arg")
+        if w:
+            # only the calls whose argument w[0] is the token w[1] (one
+            # lockdep map of several a wrapper takes)
+            args = self._split_args(alo, ahi)
+            if w[0] >= len(args):
+                return None
+            a, b = args[w[0]]
+            if b - a != 1 or self.t[a].text != w[1]:
+                return None
         if spec.get("lock"):
             return spec["lock"]
         # argument number spec['arg'] of the call

@@ -21,7 +21,7 @@ SCHEMA = {
     "scalar_typedefs": list, "test_dirs": list, "non_retaining_functions": list,
     "publish_functions": list, "unlink_functions": list, "sync_callers": list,
     "link_removal_functions": list, "link_test_functions": list, "ops_contexts": list,
-    "container_accessors": list,
+    "container_accessors": list, "param_locks": list, "container_locks": list,
     "assertion_calls": list,
 }
 
@@ -42,6 +42,8 @@ class Policies:
         self.contexts = []
         self.ops_contexts = {}     # ops-table member -> context ('.getattr = fn')
         self.container_accessors = {}  # BTRFS_I -> btrfs_inode: the struct embedding the argument
+        self.param_locks = {}      # struct type -> spec: a parameter of that type holds a lock
+        self.container_locks = {}  # struct -> spec: entries protected by their container's lock
         self.exceptions = []
         self.bitops = {}
         self.wait_macros = set()
@@ -112,6 +114,11 @@ def load(pdir=None, subsystem="btrfs"):
                                   "downgrade", "assert"):
                 raise UserError("%s: malformed policy file: lock function %s has unknown op '%s'"
                                 % (f, spec["name"], spec["op"]))
+            w = spec.get("when_arg")
+            if w is not None and not (isinstance(w, list) and len(w) == 2 and
+                                      isinstance(w[0], int) and isinstance(w[1], str)):
+                raise UserError("%s: malformed policy file: lock function %s: when_arg must be "
+                                "[argument number, token]" % (f, spec["name"]))
             P.lockfns[spec["name"]] = spec
         P.diag_calls.update(d.get("diagnostic_calls", []))
         P.diag_prefixes += d.get("diagnostic_prefixes", [])
@@ -147,6 +154,19 @@ def load(pdir=None, subsystem="btrfs"):
                     raise UserError("%s: malformed policy file: ops context %s: %s must be "
                                     "true or false" % (f, c["member"], b))
             P.ops_contexts[c["member"]] = c
+        for c in d.get("param_locks", []):
+            _need(f, c, ("struct", "lock", "mode", "reason"), "param_locks")
+            if c["mode"] not in ("read", "exclusive"):
+                raise UserError("%s: malformed policy file: param_locks %s: mode must be "
+                                "read or exclusive" % (f, c["struct"]))
+            P.param_locks[c["struct"]] = c
+        for c in d.get("container_locks", []):
+            _need(f, c, ("struct", "locks", "reason"), "container_locks")
+            if not isinstance(c["locks"], list) or len(c["locks"]) < 2 or \
+                    not all(isinstance(x, str) for x in c["locks"]):
+                raise UserError("%s: malformed policy file: container_locks %s: locks must be "
+                                "a list of at least two lock names" % (f, c["struct"]))
+            P.container_locks[c["struct"]] = c
         for c in d.get("container_accessors", []):
             _need(f, c, ("name", "struct"), "container_accessors")
             P.container_accessors[c["name"]] = c["struct"]
