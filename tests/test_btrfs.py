@@ -105,3 +105,32 @@ class BtrfsTests(unittest.TestCase):
             for k in ("file", "line", "column", "function", "struct", "field",
                       "access", "action"):
                 self.assertIn(k, s)
+
+    def test_hand_review_is_current(self):
+        """tests/hand-review.md reviews the sample the drawing script it
+        quotes gives on the current plan (one median site of every k-th
+        flagged field), and its summary counts its own rows."""
+        import collections
+        import re
+        text = (REPO / "tests" / "hand-review.md").read_text()
+        rows = re.findall(r"^\| (\d+) \| ([\w\-./]+:\d+) \| (\w+) \| ([\w.]+) \| "
+                          r"(\w+) \((\S+)\) \| (TP|FP) \|", text, re.M)
+        fl = [x for x in plan_of(self.tree)["sites"]
+              if x["action"] != "none" and not x["test_code"]]
+        by = collections.defaultdict(list)
+        for x in fl:
+            by[x["struct"] + "." + x["field"]].append(x)
+        fields = sorted(by)
+        k = -(-len(fields) // 50)
+        want = []
+        for i, f in enumerate(fields[::k]):
+            s = sorted(by[f], key=lambda x: (x["file"], x["line"], x["column"]))
+            x = s[len(s) // 2]
+            want.append((str(i + 1), "%s:%d" % (x["file"][9:], x["line"]), x["function"], f,
+                         x["action"], x["rule"]))
+        self.assertGreaterEqual(len(rows), 40)
+        self.assertEqual([r[:6] for r in rows], want,
+                         "the flagged set changed: redraw and re-read the hand review")
+        tp = sum(1 for r in rows if r[6] == "TP")
+        self.assertIn("**TP: %d**" % tp, text)
+        self.assertIn("**FP: %d**" % (len(rows) - tp), text)
