@@ -1262,23 +1262,60 @@ class Analysis:
             spec = self.P.param_locks.get(types.get(p)) if p else None
             if spec is None:
                 continue
-            if toks is None:
-                toks = self.src.toks[fn.file]
-            if _null_tested(toks, fn.body_start, fn.body_end, p):
-                continue
-            if any(self._passes_null(caller, k, n) for (caller, st, k) in self.sites_of(fn)):
+            if ((fn.file, fn.name), p) in self._null_params():
                 continue
             name = spec["lock"] + (":r" if spec["mode"] == "read" else "")
             out[name] = How("%s parameter '%s' (%s)" % (spec["struct"], p, spec["reason"]),
                             fn.line)
         return out
 
-    def _passes_null(self, caller, k, n):
-        args = self._call_args(caller.file, k)
-        if not args or n >= len(args):
-            return False
-        a, b = args[n]
-        return b - a == 1 and self.src.toks[caller.file][a].text in ("NULL", "0")
+    def _null_params(self):
+        """(function key, parameter) of the param_locks types that may be
+        NULL: the function tests it, a caller passes NULL, or a caller
+        passes such a parameter of its own that it does not test itself
+        (fixed point; a function that tests its handle guards the calls
+        that need one: btrfs_search_slot() takes NULL for a read-only
+        search and COWs, with the handle, only when it has one)."""
+        c = getattr(self, "_nullp", None)
+        if c is not None:
+            return c
+        cand = {}
+        maybe = set()
+        tested = set()
+        for key, fn in self.src.funcs.items():
+            types = None
+            for n, p in enumerate(self.params(fn)):
+                if not p:
+                    continue
+                if types is None:
+                    types = self._decl_types(fn)
+                if types.get(p) in self.P.param_locks:
+                    cand.setdefault(key, {})[n] = p
+                    toks = self.src.toks[fn.file]
+                    if _null_tested(toks, fn.body_start, fn.body_end, p):
+                        maybe.add((key, p))
+                        tested.add((key, p))
+        changed = True
+        while changed:
+            changed = False
+            for key, ps in cand.items():
+                fn = self.src.funcs[key]
+                for n, p in ps.items():
+                    if (key, p) in maybe:
+                        continue
+                    for (caller, st, k) in self.sites_of(fn):
+                        args = self._call_args(caller.file, k)
+                        if not args or n >= len(args):
+                            continue
+                        a, b = args[n]
+                        x = self.src.toks[caller.file][a].text if b - a == 1 else None
+                        ck = ((caller.file, caller.name), x)
+                        if x in ("NULL", "0") or (ck in maybe and ck not in tested):
+                            maybe.add((key, p))
+                            changed = True
+                            break
+        self._nullp = maybe
+        return maybe
 
     def _passes_private(self, caller, k):
         """The call at toks[k] hands the callee an object that lives on the
@@ -2257,7 +2294,8 @@ def _null_tested(toks, lo, hi, name):
         if toks[k].text != name or toks[k].kind != "id":
             continue
         prev, nxt = toks[k - 1].text, toks[k + 1].text
-        if prev in ("->", "."):
+        if prev in ("->", ".") or nxt in ("->", ".", "[", "("):
+            # a member of something else, or a dereference ('&& p->x')
             continue
         if prev == "!" or nxt in ("?", "&&", "||") or prev in ("&&", "||"):
             return True
