@@ -566,7 +566,6 @@ class Analysis:
         # 'ctl->op->use_bitmap(...)' for '.use_bitmap = use_bitmap' in a
         # 'struct btrfs_free_space_op' (no code outside the target knows
         # the type).  Those member calls are its call sites.
-        self.ops_sites = {}
         for name, members in ops.items():
             if name in not_ops:
                 continue
@@ -581,7 +580,6 @@ class Analysis:
                 direct = [s_ for s_ in self.calls.get(name, [])
                           if src.toks[s_[0].file][s_[2] - 1].text not in ("->", ".")]
                 self.calls[name] = direct + sites
-                self.ops_sites[name] = sorted(members)
         self.addr_taken = addr_taken
         self.dead_lines = scan["dead_lines"]
         self.macro_used = macro_used = scan["macro_used"]
@@ -1203,7 +1201,7 @@ class Analysis:
                     held.setdefault(name, how)
             annot[key] = held
         entry = {k: dict(v) for k, v in annot.items()}
-        clocks = [(" or ".join(c["locks"]), c) for c in self.P.container_locks.values()]
+        clocks = list(self.P.container_locks.values())
         for _ in range(30):
             changed = False
             for key, fn in self.src.funcs.items():
@@ -1221,12 +1219,12 @@ class Analysis:
                     h = set(st.held)
                     ce = entry.get((caller.file, caller.name), {})
                     h |= {n for n in ce if n not in st.killed}
-                    for name, c in clocks:
+                    for c in clocks:
                         # a container's lock: whichever one the caller holds
                         for lk in c["locks"]:
                             for m in (lk, lk + ":r"):
                                 if m in h:
-                                    h.add(name + m[len(lk):])
+                                    h.add(c["name"] + m[len(lk):])
                     common = h if common is None else (common & h)
                     if not common:
                         break
@@ -1252,13 +1250,11 @@ class Analysis:
     def _param_held(self, fn):
         """Locks a parameter of fn stands for (policies/ 'param_locks': a
         transaction handle means its task counts in the transaction's
-        writers).  Not when fn tests the parameter for NULL or a caller
-        passes NULL: then the function also runs without one."""
+        writers).  Not when the parameter may be NULL (_null_params()):
+        then the function also runs without one."""
         out = {}
-        names = self.params(fn)
         types = self._decl_types(fn)
-        toks = None
-        for n, p in enumerate(names):
+        for p in self.params(fn):
             spec = self.P.param_locks.get(types.get(p)) if p else None
             if spec is None:
                 continue
@@ -1754,12 +1750,12 @@ class Analysis:
         the entry's lock."""
         if not self.P.container_locks:
             return
-        names = {" or ".join(c["locks"]) for c in self.P.container_locks.values()}
+        names = {c["name"] for c in self.P.container_locks.values()}
         for a in self.accesses:
             if not a.held:
                 continue
             c = self.P.container_locks.get(a.struct)
-            name = " or ".join(c["locks"]) if c else None
+            name = c["name"] if c else None
             # held by every caller: only an entry's own fields have it
             drop = [h for h in a.held if (h[:-2] if h.endswith(":r") else h) in names
                     and (name is None or h not in (name, name + ":r"))]

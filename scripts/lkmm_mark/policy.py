@@ -166,7 +166,8 @@ def load(pdir=None, subsystem="btrfs"):
                     not all(isinstance(x, str) for x in c["locks"]):
                 raise UserError("%s: malformed policy file: container_locks %s: locks must be "
                                 "a list of at least two lock names" % (f, c["struct"]))
-            P.container_locks[c["struct"]] = c
+            # the entry's lock, as it reads in reasons and locks_held
+            P.container_locks[c["struct"]] = dict(c, name=" or ".join(c["locks"]))
         for c in d.get("container_accessors", []):
             _need(f, c, ("name", "struct"), "container_accessors")
             P.container_accessors[c["name"]] = c["struct"]
