@@ -11,6 +11,7 @@ Set LKMM_MARK_SKIP_QEMU_TESTS=1 to skip the boot tests (parsing tests still run)
 """
 import os
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -149,6 +150,37 @@ class ParsingTest(unittest.TestCase):
         self.assertEqual([(a["type"], a["marked"]) for a in r["accesses"]],
                          [("write", False), ("read", True)])
         self.assertEqual(r["accesses"][0]["frames"], ["btrfs_bar", "btrfs_commit_transaction"])
+
+    def test_unknown_origin_merged_by_instruction(self):
+        def rep(title, *acc):
+            lines = ["BUG: KCSAN: " + title, ""]
+            for head, frame in acc:
+                lines += [head, " " + frame, " vfs_ioctl+0x16/0x23", ""]
+            return "\n".join(lines + ["Reported by Kernel Concurrency Sanitizer on:",
+                                      "=" * 40]) + "\n"
+        text = "=" * 40 + "\n" + rep(
+            "data-race in btrfs_ioctl",
+            ("race at unknown origin, with read to 0xff1 of 8 bytes by task 129 on cpu 2:",
+             "btrfs_ioctl+0x16c4/0x3b77")) + rep(
+            "data-race in btrfs_ioctl / btrfs_update_block_group",
+            ("write to 0xff1 of 8 bytes by task 1 on cpu 0:", "btrfs_update_block_group+0x1/0x9"),
+            ("read to 0xff1 of 8 bytes by task 2 on cpu 1:", "btrfs_ioctl+0x16c4/0x3b77")) + rep(
+            "data-race in btrfs_sync_file",
+            ("race at unknown origin, with read (reordered) to 0xff2 of 4 bytes by task 3 on cpu 1:",
+             "btrfs_sync_file+0x10/0x99"))
+        reps = verify.parse_kcsan(text)
+        self.assertEqual(len(reps), 3)
+        self.assertTrue(reps[2]["accesses"][0]["reordered"])
+        with tempfile.TemporaryDirectory() as d:
+            summ = verify.summarise_kcsan(reps, Path(d), Path(d), Path(d) / "vmlinux")
+        titles = [x["title"] for x in summ]
+        # the one-sided report at the reader's very instruction is that race;
+        # one at an instruction of no two-sided report stays a race of its own
+        self.assertEqual(titles, ["data-race in btrfs_ioctl / btrfs_update_block_group",
+                                  "data-race in btrfs_sync_file"])
+        self.assertEqual(summ[0]["count"], 2)
+        self.assertEqual(len(summ[0]["unknown_origin"]), 1)
+        self.assertTrue(summ[1]["reordered"])
 
     def test_markers(self):
         res = verify.GuestResult()

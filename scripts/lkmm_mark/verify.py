@@ -807,7 +807,7 @@ def stress_guest(bzimage, initrd, secs, smp, tag, kcsan_params="", expected=(), 
 
 KCSAN_SEP = re.compile(r"^={20,}\s*$")
 ACCESS_RE = re.compile(r"^(?:race at unknown origin, with )?(?P<type>read|write|read-write)(?P<marked> \(marked\))?"
-                       r"(?: \(reordered\))? to (?P<addr>0x[0-9a-f]+|\S+) of (?P<size>\d+) bytes"
+                       r"(?P<reordered> \(reordered\))? to (?P<addr>0x[0-9a-f]+|\S+) of (?P<size>\d+) bytes"
                        r" by (?P<who>.*?) on cpu (?P<cpu>\d+):")
 FRAME_RE = re.compile(r"^\s*(?P<fn>[A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
 
@@ -835,6 +835,7 @@ def parse_kcsan(text):
             a = ACCESS_RE.match(ln.strip())
             if a:
                 cur = dict(type=a.group("type"), marked=bool(a.group("marked")),
+                           reordered=bool(a.group("reordered")),
                            size=int(a.group("size")), frames=[], raw=[])
                 rep["accesses"].append(cur)
             elif ln.strip().startswith("value changed:"):
@@ -1076,8 +1077,34 @@ def summarise_kcsan(reports, out, src, vmlinux):
             any("fs/btrfs/" in a["where"] for a in acc) or "btrfs" in rep["title"]
         via_btrfs = in_btrfs or any(f in bfn for a in rep["accesses"] for f in a["frames"])
         distinct[key] = dict(title=key, btrfs=in_btrfs, via_btrfs=via_btrfs, count=1, accesses=acc,
-                             fields=sorted(fields), tops=tops, value=rep["value"])
-    return list(distinct.values())
+                             fields=sorted(fields), tops=tops, value=rep["value"],
+                             pcs=[a["raw"][0].split()[0] if a["raw"] else None
+                                  for a in rep["accesses"]],
+                             reordered=any(a.get("reordered") for a in rep["accesses"]),
+                             unknown_origin=[])
+    return _merge_unknown_origin(list(distinct.values()))
+
+
+def _merge_unknown_origin(distinct):
+    """A one-sided report ("race at unknown origin": the watched value changed,
+    the other access was not seen) at the very instruction of an access of a
+    two-sided report of the same run is that race seen from one side; it is
+    counted there, not as a race of its own."""
+    pcs = {}
+    for d in distinct:
+        if len(d["accesses"]) > 1:
+            for pc in d["pcs"]:
+                if pc:
+                    pcs.setdefault(pc, d)
+    out = []
+    for d in distinct:
+        two = pcs.get(d["pcs"][0]) if len(d["accesses"]) == 1 and d["pcs"][0] else None
+        if two is not None:
+            two["count"] += d["count"]
+            two["unknown_origin"].append("%s x%d at %s" % (d["title"], d["count"], d["pcs"][0]))
+        else:
+            out.append(d)
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -1289,6 +1316,22 @@ def _keep_log(src, dest):
     return gz.name
 
 
+def _with_pcs(lst, console):
+    """Results files written before the instruction addresses were kept: take
+    them from the saved console log, then merge one-sided reports."""
+    if all("pcs" in d for d in lst):
+        return lst
+    pcs = {}
+    if console.exists():
+        for rep in parse_kcsan(console.read_text(errors="replace")):
+            pcs.setdefault(rep["title"], [a["raw"][0].split()[0] if a["raw"] else None
+                                          for a in rep["accesses"]])
+    for d in lst:
+        d.setdefault("pcs", pcs.get(d["title"], [None] * len(d["accesses"])))
+        d.setdefault("unknown_origin", [])
+    return _merge_unknown_origin(lst)
+
+
 def kcsan_remap(path, base, pristine, patched, patches):
     """Map the races of a saved KCSAN run (results/kcsan-*.json) onto the
     series in patches/ now: which pristine races it addresses, which do not
@@ -1306,6 +1349,7 @@ def kcsan_remap(path, base, pristine, patched, patches):
         lst = [d for d in (run.get(name) or []) if d.get("btrfs")]
         if not lst:
             continue
+        lst = _with_pcs(lst, path.with_name(path.stem + "-%s-console.log" % name))
         if name == "patched" and not same:
             out.append("\npatched: built from another series, not remapped")
             continue
@@ -1320,6 +1364,8 @@ def kcsan_remap(path, base, pristine, patched, patches):
             for d in g:
                 out.append("    %s  (x%d)%s" % (d["title"], d["count"], "  [%s]" % "; ".join(
                     d["involves"]) if d["involves"] else ""))
+                for u in d["unknown_origin"]:
+                    out.append("      counted here, one-sided at the same instruction: " + u)
     text = "\n".join(out)
     print(text)
     dst = path.with_name(path.stem + "-remap.txt")
@@ -1396,6 +1442,10 @@ def kcsan_compare(base, pristine, patched, bh, ph, patches, opts, secs):
         plain = [a for a in d["accesses"] if "(marked)" not in a["type"]]
         if not plain:
             return "both accesses marked (assert or reordered-access report)"
+        if d.get("reordered"):
+            return ("one access is \"(reordered)\" by KCSAN's weak-memory model: check with "
+                    "faddr2line whether it moved past a release KCSAN does not see "
+                    "(kernel/locking is not instrumented in the btrfs-only scope)")
         return "%s; still plain: %s" % ("; ".join(d["involves"]), "; ".join(
             "%s in %s at %s" % (a["type"], a["frames"][0] if a["frames"] else "?", a["where"])
             for a in plain))
@@ -1419,6 +1469,11 @@ def kcsan_compare(base, pristine, patched, bh, ph, patches, opts, secs):
             for a in d["accesses"]:
                 lines.append("     %-18s %-40s %s  %s" % (a["type"], " < ".join(a["frames"]),
                                                          a["where"], a["line"][:80]))
+            for u in d.get("unknown_origin", []):
+                lines.append("     counted here, one-sided at the same instruction: " + u)
+            if d.get("reordered") and not d.get("involves"):
+                lines.append("     note: an access is \"(reordered)\": check with faddr2line "
+                             "whether it moved past a release KCSAN does not see")
     text = "\n".join(lines)
     print(text)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
