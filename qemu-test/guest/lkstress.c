@@ -42,7 +42,11 @@
  *	fallocate against synced overwrites of a NOCOW file (PREALLOC flag
  *	against the nocow check), and a subvolume's read-only flag set and
  *	cleared (a commit each time) against GETFLAGS on DIR/sub, a subvolume
- *	the caller creates.  Errors are not failures, except opening.
+ *	the caller creates; a subvolume created, opened and deleted against
+ *	fstat() of its open directory (the root's anon_dev); a file and its
+ *	directory fsynced against renames, links and unlinks in that
+ *	directory (the inode's logged_trans and last_unlink_trans).  Errors
+ *	are not failures, except opening.
  *
  * Every mode prints "@@LKMM ops <mode> <count>" and exits 0 on success.
  */
@@ -821,9 +825,10 @@ static int do_race(const char *dir, int secs, int nthreads)
 
 /* ---- two tasks, one field ---- */
 
-#define NPAIRS 5
+#define NPAIRS 7
 
 static const char *pdir;
+static atomic_int pair_subfd = -1;	/* kind 5: the live subvolume's fd */
 
 struct pair_arg {
 	int kind;		/* which pair */
@@ -894,13 +899,68 @@ static void *pair_thread(void *arg)
 				ioctl(a->fd, BTRFS_IOC_SUBVOL_SETFLAGS, &f);
 			}
 			break;
-		default:	/* ... while another task reads it */
+		case 9:		/* ... while another task reads it */
 			if (a->fd >= 0) {
 				uint64_t f;
 
 				ioctl(a->fd, BTRFS_IOC_SUBVOL_GETFLAGS, &f);
 			}
 			break;
+		case 10: {	/* a subvolume created and deleted while open ... */
+			struct btrfs_ioctl_vol_args va;
+			char path[300];
+			int sfd;
+
+			memset(&va, 0, sizeof(va));
+			snprintf(va.name, sizeof(va.name), "gone");
+			if (ioctl(a->fd, BTRFS_IOC_SUBVOL_CREATE, &va))
+				break;
+			snprintf(path, sizeof(path), "%s/pd/gone", pdir);
+			sfd = open(path, O_RDONLY | O_DIRECTORY);
+			atomic_store(&pair_subfd, sfd);
+			for (int k = 0; k < 64; k++)
+				fstat(sfd, &st);
+			ioctl(a->fd, BTRFS_IOC_SNAP_DESTROY, &va);
+			atomic_store(&pair_subfd, -1);
+			if (sfd >= 0)
+				close(sfd);
+			break;
+		}
+		case 11: {	/* ... and stat'ed all the time (root->anon_dev) */
+			int sfd = atomic_load(&pair_subfd);
+
+			if (sfd >= 0)
+				fstat(sfd, &st);
+			break;
+		}
+		case 12: {	/* a directory and a file in it logged ... */
+			char path[300];
+
+			snprintf(path, sizeof(path), "%s/pl/f%d", pdir, (int)(n % 8));
+			int fd = open(path, O_CREAT | O_WRONLY, 0644);
+
+			if (fd >= 0) {
+				if (pwrite(fd, buf, 512, 0) > 0)
+					fsync(fd);
+				close(fd);
+			}
+			fsync(a->fd);
+			break;
+		}
+		default: {	/* ... while renames, links and unlinks go on in it
+				 * (logged_trans, last_unlink_trans) */
+			char p1[300], p2[300];
+
+			snprintf(p1, sizeof(p1), "%s/pl/f%d", pdir, (int)(n % 8));
+			snprintf(p2, sizeof(p2), "%s/pl/l%d", pdir, (int)(n % 8));
+			if (n % 2) {
+				if (link(p1, p2) == 0)
+					unlink(p2);
+			} else if (rename(p1, p2) == 0) {
+				rename(p2, p1);
+			}
+			break;
+		}
 		}
 		n++;
 		atomic_fetch_add(&ops, 1);
@@ -916,7 +976,7 @@ static int do_pairs(const char *dir, int secs)
 	char path[300];
 
 	pdir = dir;
-	for (i = 0; i < NPAIRS - 1; i++) {
+	for (i = 0; i < 4; i++) {
 		snprintf(path, sizeof(path), "%s/p%d", pdir, i);
 		fds[i] = open(path, O_CREAT | O_RDWR, 0644);
 		if (fds[i] < 0) {
@@ -924,12 +984,21 @@ static int do_pairs(const char *dir, int secs)
 			return 1;
 		}
 	}
-	/* the last pair works on a subvolume the init script created (none:
-	 * that pair idles) */
+	/* pair 4 works on a subvolume the init script created (none: that
+	 * pair idles); pairs 5 and 6 on directories of their own */
 	snprintf(path, sizeof(path), "%s/sub", pdir);
-	fds[NPAIRS - 1] = open(path, O_RDONLY | O_DIRECTORY);
-	if (fds[NPAIRS - 1] < 0)
+	fds[4] = open(path, O_RDONLY | O_DIRECTORY);
+	if (fds[4] < 0)
 		fprintf(stderr, "lkstress: pairs: no subvolume %s\n", path);
+	for (i = 5; i < 7; i++) {
+		snprintf(path, sizeof(path), "%s/%s", pdir, i == 5 ? "pd" : "pl");
+		mkdir(path, 0755);
+		fds[i] = open(path, O_RDONLY | O_DIRECTORY);
+		if (fds[i] < 0) {
+			fail("open", path);
+			return 1;
+		}
+	}
 	/* NOCOW must be set while the file is empty */
 	{
 		int flags = 0;
@@ -950,11 +1019,11 @@ static int do_pairs(const char *dir, int secs)
 	}
 	for (i = 0; i < 2 * NPAIRS; i++)
 		pthread_join(t[i], NULL);
-	if (fds[NPAIRS - 1] >= 0) {
+	if (fds[4] >= 0) {
 		uint64_t f = 0;
 
 		/* leave the subvolume writable */
-		if (ioctl(fds[NPAIRS - 1], BTRFS_IOC_SUBVOL_SETFLAGS, &f))
+		if (ioctl(fds[4], BTRFS_IOC_SUBVOL_SETFLAGS, &f))
 			fprintf(stderr, "lkstress: pairs: subvolume flags not reset: %s\n",
 				strerror(errno));
 	}
