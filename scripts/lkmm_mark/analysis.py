@@ -113,6 +113,7 @@ class Analysis:
         self._paramcache = {}
         self._ftypes = {}
         self._stackcache = {}
+        self._zhcache = {}
         self.owner_read = {}
 
     # ---------------------------------------------------------------- facts
@@ -959,7 +960,7 @@ class Analysis:
                 if x.text != name or toks[j - 1].text in (".", "->"):
                     continue
                 nx = toks[j + 1].text
-                if nx == "=" or toks[j - 1].text == "=":
+                if nx == "=" or (toks[j - 1].text == "=" and nx not in ("->", "[")):
                     end = j                          # reassigned, or stored
                     break
                 if toks[j - 1].text == "&" and nx == "->" and toks[j + 2].text in links:
@@ -976,6 +977,104 @@ class Analysis:
                         break
             out[name] = (k, end, "unlinked here by %s() under a lock, and no list or tree "
                          "link of struct %s is left" % (t.text, struct))
+        for name, d in self._stolen(fn).items():
+            out.setdefault(name, d)
+        return out
+
+    def _sole_pointers(self):
+        """struct T -> (S, F) when S.F is the only member of any struct of
+        the target that can point to a T, and T has no list or tree link,
+        reference count or lock of its own: other tasks find a T only
+        through S.F."""
+        c = getattr(self, "_solecache", None)
+        if c is not None:
+            return c
+        refs = collections.defaultdict(set)
+        for s, members in self.src.structs.items():
+            for m in (members or {}).values():
+                t = csrc.struct_name(m.type)
+                if t is not None:
+                    refs[t].add((s, m.name, m.pointer and not m.array))
+        c = {}
+        for t, where in refs.items():
+            if len(where) != 1:
+                continue
+            s, f, ptr = next(iter(where))
+            members = self.src.structs.get(t) or {}
+            if not ptr or not members:
+                continue
+            if any(m.type in _LINK_TYPES or re.search(r"\b(refcount_t|atomic_t|atomic64_t|"
+                                                       r"spinlock_t|rwlock_t)\b|"
+                                                       r"\bstruct (mutex|rw_semaphore)\b",
+                                                       m.type) for m in members.values()):
+                continue
+            c[t] = (s, f)
+        self._solecache = c
+        return c
+
+    def _stolen(self, fn):
+        """name -> (from, to, why) for 'x = p->f; ... p->f = NULL;' (or x
+        from a helper handed p) under the lock fn holds at the clearing
+        store, when p->f is the only way other tasks find an object of x's
+        type (_sole_pointers()): from the store on, x belongs to fn until
+        it is assigned again or stored somewhere."""
+        out = {}
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        res = self.flows.get((fn.file, fn.name))
+        sole = self._sole_pointers()
+        if res is None or not sole:
+            return out
+        types = None
+        for k in range(lo + 1, hi - 5):
+            if not (toks[k].kind == "id" and toks[k + 1].text == "->" and
+                    toks[k + 2].kind == "id" and toks[k + 3].text == "=" and
+                    toks[k + 4].text == "NULL" and toks[k + 5].text == ";" and
+                    toks[k - 1].text in (";", "{", "}", ")")):
+                continue
+            p, f = toks[k].text, toks[k + 2].text
+            st = res.at.get(k + 2)
+            if st is None:
+                continue
+            # a lock held here: taken in fn, or held on entry and released
+            # after the store ('head->extent_op = NULL; spin_unlock(...)')
+            taken = {n for (e, op, n) in res.events if op == "acquire" and e < k}
+            if not any(x != "irqs-off" for x in st.held) and \
+                    not any(op == "release" and e > k and n not in taken
+                            for (e, op, n) in res.events):
+                continue
+            if types is None:
+                types = self._decl_types(fn)
+            ptype = types.get(p)
+            # the local that took the object before the store
+            for j in range(k - 1, lo, -1):
+                t = toks[j]
+                if t.kind != "id" or toks[j + 1].text != "=" or toks[j - 1].text in ("->", "."):
+                    continue
+                x = t.text
+                tx = types.get(x)
+                if tx is None or sole.get(tx) != (ptype, f):
+                    continue
+                rhs = toks[j + 2:j + 6]
+                took = [r.text for r in rhs[:4]] == [p, "->", f, ";"]
+                if not took and rhs and rhs[0].kind == "id" and len(rhs) > 2 and \
+                        rhs[1].text == "(":
+                    args = self._call_args(fn.file, j + 2) or ()
+                    took = any(b - a == 1 and toks[a].text == p for a, b in args)
+                if not took:
+                    continue
+                end = hi
+                for q in range(k + 6, hi - 1):
+                    if toks[q].text != x or toks[q - 1].text in ("->", "."):
+                        continue
+                    if toks[q + 1].text == "=" or (toks[q - 1].text == "=" and
+                                                   toks[q + 1].text not in ("->", "[")):
+                        end = q                  # assigned again, or stored
+                        break
+                out[x] = (k, end, "taken from %s->%s, which is set to NULL here under a "
+                          "lock, and %s.%s is the only member that points to a struct %s"
+                          % (p, f, ptype, f, tx))
+                break
         return out
 
     def _detached_at(self, fn, name, k):
@@ -1612,6 +1711,126 @@ class Analysis:
                 if root is not None:
                     a.exclusion = ("private", "'%s' is detached: %s" % (root, det[root][0]))
                     continue
+            if a.tok is not None and a.kind in ("write", "rmw"):
+                why = self._zero_holders_at(a)
+                if why:
+                    a.exclusion = ("refcount-guarded", why)
+                    continue
+        self._zero_holder_uses()
+
+    def _zero_holder_uses(self):
+        """A store made when a count says 'no holder' (the '== 0' and
+        dec-and-test forms, where the count may be a resource's, not the
+        object's own) races with no task that holds a count: the field
+        points to something that exists only while the count is not zero,
+        so a task that uses it holds one.  A task that only tests it
+        ('f->workers != NULL') needs no count and may race: then the
+        stores of that field are judged as usual."""
+        tests = set()
+        for a in self.accesses:
+            if a.kind != "read" or a.tok is None or a.exclusion is not None or \
+                    a.struct is None:
+                continue
+            if any(h != "irqs-off" and not h.startswith("?") and h not in self.phase_locks
+                   and h[:-2] not in self.phase_locks for h in (a.held or ())):
+                continue                         # under a lock: races with no store
+            toks = self.src.toks[a.file]
+            k = a.tok
+            if toks[k + 1].text in ("->", "["):
+                continue                         # dereferenced: a use
+            j = k - 1
+            while j > 1 and toks[j].text in ("->", ".") and toks[j - 1].kind == "id":
+                j -= 2
+            if toks[k + 1].text in (",", ")") and toks[j + 1].kind == "id" and \
+                    toks[j].text in ("(", ",") and \
+                    self._call_arg(toks, k, a.func.body_start) is not None:
+                continue                         # handed to a call as is
+            tests.add((a.struct, a.field))
+        for a in self.accesses:
+            if a.exclusion and a.exclusion[0] == "refcount-guarded" and \
+                    "no reference is held" in a.exclusion[1] and \
+                    (a.struct, a.field) in tests:
+                a.exclusion = None
+
+    # refcount_t calls whose true branch means 'no reference is left'
+    _REF_ZERO = ("refcount_dec_and_test", "refcount_dec_and_lock",
+                 "refcount_dec_and_lock_irqsave", "refcount_dec_and_mutex_lock")
+
+    def _zero_holders(self, fn):
+        """Regions of fn where a reference count shows that no other task
+        holds a reference to the object X that embeds it: after 'if
+        (refcount_read(&X->refs) > N) return;' (nobody beyond the N known
+        holders), inside 'if (refcount_read(&X->refs) == 0) {...}', and
+        inside the true branch of refcount_dec_and_test() and friends.
+        [(X, lo, hi, why)]: token range, X not assigned inside."""
+        key = (fn.file, fn.body_start)
+        c = self._zhcache.get(key)
+        if c is not None:
+            return c
+        out = []
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        for k in range(lo + 1, hi - 8):
+            if toks[k].text != "if" or toks[k + 1].text != "(":
+                continue
+            close = csrc.match_paren(toks, k + 1)
+            j = k + 2
+            neg = toks[j].text == "!"
+            if neg:
+                j += 1
+            call = toks[j].text
+            if toks[j + 1].text != "(" or toks[j + 2].text != "&" or toks[j + 3].kind != "id" \
+                    or toks[j + 4].text != "->" or toks[j + 5].kind != "id":
+                continue
+            x, cnt = toks[j + 3].text, toks[j + 5].text
+            cend = csrc.match_paren(toks, j + 1)
+            rest = [t.text for t in toks[cend + 1:close]]
+            region = None
+            if call == "refcount_read" and not neg and len(rest) == 2 and \
+                    rest[0] in (">", ">=", "!=") and _returns(toks, close + 1, hi):
+                # 'if (refcount_read(&x->refs) > 2) return;': below it, the
+                # object has no holder but the ones the function knows of
+                end = _returns(toks, close + 1, hi)
+                region = (end + 1, hi, "after '%s' returns when other tasks hold "
+                          "references at line %d" % ("if (refcount_read(&%s->%s) %s %s)"
+                                                     % (x, cnt, rest[0], rest[1]), toks[k].line))
+            elif (call == "refcount_read" and ((not neg and rest == ["==", "0"]) or
+                                               (neg and not rest))) or \
+                    (call in self._REF_ZERO and not neg and not rest):
+                # the true branch: no reference is held
+                b = close + 1
+                if toks[b].text == "{":
+                    e = csrc.match_paren(toks, b)
+                else:
+                    e = b
+                    while e < hi and toks[e].text != ";":
+                        e += 1
+                region = (b, e, "in the branch where %s(&%s->%s) says no reference is "
+                          "held (line %d)" % (call, x, cnt, toks[k].line))
+            if region is None:
+                continue
+            rlo, rhi, why = region
+            for q in range(rlo, rhi - 1):
+                if toks[q].text == x and toks[q + 1].text == "=" and \
+                        toks[q - 1].text not in ("->", "."):
+                    rhi = q
+                    break
+            out.append((x, rlo, rhi, why))
+        self._zhcache[key] = out
+        return out
+
+    def _zero_holders_at(self, a):
+        """Why the store a to X->f cannot race with a task holding a
+        reference to X (the only tasks that may touch X without its
+        lock), or None."""
+        if a.base is None or not re.fullmatch(r"\w+", a.base.strip()):
+            return None
+        x = a.base.strip()
+        for (name, lo, hi, why) in self._zero_holders(a.func):
+            if name == x and lo <= a.tok < hi:
+                return "store to %s->%s %s: tasks that read it without the lock hold " \
+                    "a reference" % (x, a.field, why)
+        return None
 
     def _private_root(self, a, priv):
         """The private object a's base lies inside: the root itself
@@ -2341,3 +2560,31 @@ def _split(toks, lo, hi):
     if start < hi:
         out.append((start, hi))
     return out
+
+
+def _returns(toks, k, hi):
+    """toks[k] starts 'return ...;' or a block '{ ... return ...; }': the
+    index of the statement's last token (';' or '}'), else None."""
+    if toks[k].text == "return":
+        while k < hi and toks[k].text != ";":
+            k += 1
+        return k
+    if toks[k].text == "{":
+        e = csrc.match_paren(toks, k)
+        j = e - 1
+        if toks[j].text != ";":
+            return None
+        # the block's last statement is a return
+        i = j - 1
+        depth = 0
+        while i > k:
+            t = toks[i].text
+            if t in (")", "]"):
+                depth += 1
+            elif t in ("(", "["):
+                depth -= 1
+            elif depth == 0 and t in (";", "{", "}"):
+                break
+            i -= 1
+        return e if toks[i + 1].text == "return" else None
+    return None
