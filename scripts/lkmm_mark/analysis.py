@@ -694,6 +694,8 @@ class Analysis:
             prev, nxt = toks[k - 1].text, toks[k + 1].text
             if prev in (".", "->") or nxt in ("->", ".", "[", "("):
                 continue
+            if prev == "*" and toks[k - 2].text in (";", "{", "}", "(", ",", "=", "return"):
+                continue                     # *name: what it points to
             if prev == "&":
                 yield ("stored", k)
                 continue
@@ -780,6 +782,11 @@ class Analysis:
             return ("no object (NULL)", "alloc")
         if b - a == 2 and toks[a].text == "&":
             r = self._private_name(caller, toks[a + 1].text)
+            if r is not None and r[1] == "alloc" and not r[0].startswith("detached"):
+                # &x of a pointer to a private object: the callee reaches
+                # that object through '*p' (btrfs_add_extent_mapping(...,
+                # &em, ...) on an em btrfs_get_extent() just allocated)
+                return ("the address of '%s', which is %s" % (toks[a + 1].text, r[0]), "ptr")
             return r if r is not None and r[0] == "stack object" else None
         if b - a == 4 and toks[a].text == "&" and toks[a + 1].kind == "id" and \
                 toks[a + 2].text in ("->", ".") and toks[a + 3].kind == "id":
@@ -821,7 +828,30 @@ class Analysis:
         if c is None:
             self._private_of(fn)
             c = self._privcache[key]
-        return c.get(name)
+        r = c.get(name)
+        if r is None and key in self.priv_params:
+            r = self._ptr_locals(fn).get(name)
+        return r
+
+    def _ptr_locals(self, fn):
+        """'x = *p;' of a parameter p that points to a caller's private
+        object (origin 'ptr'): x is that object."""
+        key = (fn.file, fn.name)
+        pp = self.priv_params.get(key, {})
+        ptrs = [n for n, w in pp.items() if w[1] == "ptr"]
+        out = {}
+        if not ptrs:
+            return out
+        toks = self.src.toks[fn.file]
+        for k in range(fn.body_start, fn.body_end - 4):
+            if toks[k].kind == "id" and toks[k + 1].text == "=" and \
+                    toks[k + 2].text == "*" and toks[k + 3].text in ptrs and \
+                    toks[k + 4].text in (";", ",") and \
+                    not self._reassigned(fn, toks[k + 3].text):
+                n = toks[k + 3].text
+                out.setdefault(toks[k].text, ("the object *%s points to (%s)" % (
+                    n, pp[n][0]), "alloc"))
+        return out
 
     def _private_of(self, fn):
         """name -> (what, origin kind 'stack'/'alloc') for the objects private
@@ -833,7 +863,10 @@ class Analysis:
                  for n, w in self.private_bases(fn).items()}
             self._privcache[key] = c
         out = dict(c)
-        out.update(self.priv_params.get(key, {}))
+        pp = self.priv_params.get(key, {})
+        out.update({n: w for n, w in pp.items() if w[1] != "ptr"})
+        for n, w in self._ptr_locals(fn).items():
+            out.setdefault(n, w)
         if out:
             for n, w in self._private_entries(fn, out).items():
                 out.setdefault(n, w)
