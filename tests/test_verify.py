@@ -297,6 +297,45 @@ class KcsanMappingTest(unittest.TestCase):
         self.assertEqual(len(why), 1)
         self.assertIn("field named flags", why[0])
 
+    def _two(self, l1, l2):
+        return dict(accesses=[dict(locs=[["fs/btrfs/a.c", l1]], fields=["x"],
+                                   where="fs/btrfs/a.c:%d" % l1),
+                              dict(locs=[["fs/btrfs/a.c", l2]], fields=["y"],
+                                   where="fs/btrfs/a.c:%d" % l2)])
+
+    def test_disjoint_fields_not_involved(self):
+        # KCSAN's line for a store can be the next statement: here the two
+        # lines name different fields, and nothing nearby is common
+        ch = self._changes()
+        ch["at"][("fs/btrfs/a.c", 50)] = {"fs_info.last_trans_committed"}
+        d = self._two(10, 50)
+        self.assertEqual(verify.involvement(d, ch, "old"), [])
+        self.assertIn("fs_info.last_trans_committed", d["field_mismatch"])
+        # the same field on both lines (among others): matched
+        ch["at"][("fs/btrfs/a.c", 50)] = {"ordered.flags", "fs_info.x"}
+        why = verify.involvement(d, ch, "old")
+        self.assertIn("field ordered.flags (marked by the series) at fs/btrfs/a.c:10", why)
+        self.assertNotIn("field_mismatch", d)
+
+    def test_disjoint_fields_resolved_nearby(self):
+        ch = self._changes()
+        # the store that KCSAN puts on line 50 is at 46, an unmarked field
+        # the reader's line 60 also names: not involved
+        ch["at"][("fs/btrfs/a.c", 46)] = {"fs_info.last_trans_committed"}
+        ch["at"][("fs/btrfs/a.c", 50)] = {"ordered.flags2"}
+        ch["at"][("fs/btrfs/a.c", 60)] = {"fs_info.last_trans_committed"}
+        self.assertEqual(verify.involvement(self._two(60, 50), ch, "old"), [])
+        # a load in a loop body that KCSAN puts on the loop head (63 ->
+        # 60): the marked field both sides have within a few lines
+        ch["at"][("fs/btrfs/a.c", 60)] = {"space.groups"}
+        ch["at"][("fs/btrfs/a.c", 63)] = {"ordered.flags"}
+        ch["at"][("fs/btrfs/a.c", 50)] = {"ordered.flags"}
+        d = self._two(60, 50)
+        why = verify.involvement(d, ch, "old")
+        self.assertEqual(len(why), 1)
+        self.assertIn("ordered.flags (marked by the series), the field both", why[0])
+        self.assertEqual(d["field_window"], "ordered.flags")
+
     def test_to_old(self):
         h = [(10, 1, 10, 2), (20, 0, 22, 3), (30, 2, 33, 0)]
         self.assertEqual([verify._to_old(h, n) for n in (5, 12, 21, 25, 33, 34)],

@@ -992,6 +992,28 @@ def _to_old(hunks, n):
     return n + off
 
 
+# lines around a KCSAN access line searched for the raced field when the
+# two access lines name different fields
+FIELD_WINDOW = 5
+
+
+def _access_fields(a, changes, side, window=0):
+    """The struct.fields of the plan's sites on the access's innermost line
+    (or the line it is inlined into), or within `window` lines of it;
+    empty without a plan."""
+    if changes.get("marked_sf") is None:
+        return set()
+    for f, n in a.get("locs", [])[:2]:
+        f = _norm(f)
+        o = n if side == "old" else _to_old(changes.get("hunks", {}).get(f, []), n)
+        sf = set()
+        for x in range(o - window, o + window + 1):
+            sf |= changes["at"].get((f, x), set())
+        if sf:
+            return sf
+    return set()
+
+
 def involvement(d, changes, side):
     """Why a distinct report involves what the series marks ([] if it does not).
 
@@ -1002,7 +1024,30 @@ def involvement(d, changes, side):
     the series marks."""
     why = []
     lines = changes[side]
-    for a in d["accesses"]:
+    sfs = [_access_fields(a, changes, side) for a in d["accesses"]]
+    known = [x for x in sfs if x]
+    common = set.intersection(*known) if len(known) >= 2 else None
+    d.pop("field_mismatch", None)
+    d.pop("field_window", None)
+    if common is not None and not common:
+        # both sides of one data race access one field: when the lines
+        # KCSAN gives name disjoint fields, one of them is off (a store
+        # attributed to the next statement, a load in a loop body put on
+        # the loop head); the field both sides have within a few lines
+        # is the one that raced
+        near = [_access_fields(a, changes, side, window=FIELD_WINDOW) for a in d["accesses"]]
+        kn = [x for x in near if x]
+        common = set.intersection(*kn) if len(kn) >= 2 else set()
+        if not common:
+            d["field_mismatch"] = " vs ".join(",".join(sorted(x)) for x in known)
+            return []
+        d["field_window"] = ",".join(sorted(common))
+        sfs = [x & common for x in near]
+        why = ["field %s (marked by the series), the field both access lines have within "
+               "%d lines" % (",".join(sorted(common & changes["marked_sf"])), FIELD_WINDOW)] \
+            if common & changes["marked_sf"] else []
+        return why
+    for a, sf in zip(d["accesses"], sfs):
         for f, n in a.get("locs", []):
             f = _norm(f)
             if n in lines.get(f, ()):
@@ -1010,15 +1055,10 @@ def involvement(d, changes, side):
                 break
         # the struct.field of the access, from the plan's sites on its line
         # (or the line it is inlined into): a field of another struct with
-        # the same name is not involved
-        sf = set()
-        if changes.get("marked_sf") is not None:
-            for f, n in a.get("locs", [])[:2]:
-                f = _norm(f)
-                o = n if side == "old" else _to_old(changes.get("hunks", {}).get(f, []), n)
-                sf = changes["at"].get((f, o), set())
-                if sf:
-                    break
+        # the same name is not involved; of the fields on both lines, the
+        # ones they share
+        if sf and common:
+            sf = sf & common
         if sf:
             hit = sorted(sf & changes["marked_sf"])
             if hit:
@@ -1366,6 +1406,10 @@ def kcsan_remap(path, base, pristine, patched, patches):
                     d["involves"]) if d["involves"] else ""))
                 for u in d["unknown_origin"]:
                     out.append("      counted here, one-sided at the same instruction: " + u)
+                if d.get("field_mismatch"):
+                    out.append("      note: the two access lines name different fields (%s): "
+                               "one line is off, not matched to the series"
+                               % d["field_mismatch"])
     text = "\n".join(out)
     print(text)
     dst = path.with_name(path.stem + "-remap.txt")
@@ -1474,6 +1518,10 @@ def kcsan_compare(base, pristine, patched, bh, ph, patches, opts, secs):
             if d.get("reordered") and not d.get("involves"):
                 lines.append("     note: an access is \"(reordered)\": check with faddr2line "
                              "whether it moved past a release KCSAN does not see")
+            if d.get("field_mismatch"):
+                lines.append("     note: the two access lines name different fields (%s): "
+                             "one line is off, so the race is not matched to the series"
+                             % d["field_mismatch"])
     text = "\n".join(lines)
     print(text)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
