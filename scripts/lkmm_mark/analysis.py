@@ -1637,6 +1637,15 @@ class Analysis:
         if not hasattr(self, "escaping"):
             return True
         callee = self._call_of(toks, k, fn.body_start)
+        if callee is None and toks[k - 1].text == "=" and toks[k - 2].kind == "id" and \
+                toks[k - 3].text == "->" and toks[k - 4].kind == "id" and \
+                toks[k - 5].text in (";", "{", "}") and \
+                csrc.struct_name(self._decl_types(fn).get(toks[k - 4].text) or "") in \
+                self.P.task_private:
+            # 'trans->block_rsv = &block_rsv': stored in an object that
+            # belongs to this task (policies 'task_private'), so the
+            # address stays with the task
+            return False
         if callee is None or callee in KEYWORDS:
             return True
         j = k - 1
