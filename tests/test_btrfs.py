@@ -120,6 +120,9 @@ class BtrfsTests(unittest.TestCase):
         ("extent-tree.c", 2162, "btrfs_delayed_ref_root.num_heads_ready", "READ_ONCE"),
         ("inode.c", 4236, "btrfs_inode.disk_i_size", "READ_ONCE"),
         ("block-group.c", 749, "btrfs_block_group.cached", "WRITE_ONCE"),
+        ("transaction.c", 2565, "btrfs_fs_info.last_trans_committed", "WRITE_ONCE"),  # R
+        ("transaction.c", 914, "btrfs_fs_info.last_trans_committed", "READ_ONCE"),
+        ("file.c", 1738, "btrfs_fs_info.last_trans_committed", "READ_ONCE"),
     ]
 
     def test_kcsan_races_flagged(self):
