@@ -33,7 +33,7 @@ class Access:
         return "%s:%d" % (_short(self.file), self.line)
 
     def as_dict(self):
-        return {
+        d = {
             "file": self.file, "line": self.line, "column": self.col,
             "end_line": self.eline, "end_column": self.ecol, "function": self.fn,
             "struct": self.struct, "field": self.field, "access": self.kind,
@@ -42,6 +42,9 @@ class Access:
             "action": self.action, "rule": self.rule, "reason": self.reason,
             "test_code": self.test,
         }
+        if getattr(self, "evidence", None) == "holds-lock":
+            d["comment"] = False        # a store under a lock: no "Unlocked write"
+        return d
 
 
 class Source:
@@ -2320,10 +2323,20 @@ class Analysis:
                     a.reason = "%s is also written without %s; locked write here" % (name, lk)
             else:
                 a.rule = "unlocked-write"
+                phase = self.phase_locks
+                other = sorted(h for h in held if h != "irqs-off" and not h.startswith("?")
+                               and h.split(":")[0] not in phase)
                 if lk:
                     a.reason = "%s is %s; written without it here" % (name, ev)
+                elif other:
+                    a.reason = "%s: %s; written here holding %s, which no other access " \
+                        "of the field shares" % (name, ev, other[0].split(":")[0])
                 else:
                     a.reason = "%s: %s; written without a lock here" % (name, ev)
+                if other:
+                    # the seed commit's "Unlocked write" comment would be
+                    # wrong on a store made under some other lock
+                    a.evidence = "holds-lock"
             if is_owner:
                 a.reason += " (owner: %s)" % owner["reason"]
             return

@@ -265,6 +265,8 @@ def plan_file_edits(src, sites, comments, toks=None, at=None):
                 raise Skip("action %s on a %s" % (act, s["access"]))
             _resolve_late(E)
             c = comments.get(s["rule"])
+            if c and s.get("comment", True) is False and s["rule"] != "owner-read":
+                c = None
             if c and (s["rule"] != "owner-read" or s.get("comment")):
                 st = statement_start(S, j)
                 if s["action"] == "data_race" and S.toks[i].line != S.toks[st].line:
@@ -513,12 +515,25 @@ def long_line_keys(E, keys):
     return bad
 
 
+def _tabify(line):
+    """Leading indentation of a line the rewrite writes, with tabs for
+    every 8 columns (checkpatch refuses a new line indented with spaces;
+    a few upstream lines are)."""
+    ind = re.match(r"[ \t]*", line).group()
+    if "        " not in ind:
+        return line
+    n = len(ind.expandtabs(8))
+    return "\t" * (n // 8) + " " * (n % 8) + line[len(ind):]
+
+
 def _render_chunk(E, keys, lo, hi):
     orig = E.S.text[lo:hi]
     new = E.render(keys, lo, hi)
     limit = 80 if max(width(l) for l in orig.split("\n")) <= 80 else 100
     out = []
     for l in new.split("\n"):
+        if l not in orig:
+            l = _tabify(l)
         if width(l) > limit and l not in orig:
             w = wrap_line(l, 100 if "data_race(" in l else limit).split("\n")
             # a wrapped data_race() line: each piece keeps its comment above
