@@ -45,8 +45,19 @@
  *	the caller creates; a subvolume created, opened and deleted against
  *	fstat() of its open directory (the root's anon_dev); a file and its
  *	directory fsynced against renames, links and unlinks in that
- *	directory (the inode's logged_trans and last_unlink_trans).  Errors
- *	are not failures, except opening.
+ *	directory (the inode's logged_trans and last_unlink_trans); ranges
+ *	preallocated and punched again (the PREALLOC inode flag stored for
+ *	every new extent) against fstat/GETFLAGS.  Errors are not failures,
+ *	except opening.
+ *   lkstress commit DIR FSDIR SECS
+ *	DIR is a second, otherwise idle btrfs (FSDIR its /sys/fs/btrfs/<fsid>):
+ *	one thread each commits (write + syncfs), fsyncs (log tree), updates
+ *	an inode, resizes the device down and up (a data balance now and
+ *	then), remounts with another commit interval, writes the label; one
+ *	thread each loads the fields these store, in a tight loop: FS_INFO
+ *	(generation), DEV_INFO, fstatfs, WAIT_SYNC (last_trans_committed),
+ *	fsync of a clean file, the generation and commit_stats sysfs files,
+ *	/proc/self/mounts (btrfs_show_options), syncfs (pending changes).
  *
  * Every mode prints "@@LKMM ops <mode> <count>" and exits 0 on success.
  */
@@ -61,6 +72,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/types.h>
@@ -825,7 +837,7 @@ static int do_race(const char *dir, int secs, int nthreads)
 
 /* ---- two tasks, one field ---- */
 
-#define NPAIRS 7
+#define NPAIRS 8
 
 static const char *pdir;
 static atomic_int pair_subfd = -1;	/* kind 5: the live subvolume's fd */
@@ -947,7 +959,7 @@ static void *pair_thread(void *arg)
 			fsync(a->fd);
 			break;
 		}
-		default: {	/* ... while renames, links and unlinks go on in it
+		case 13: {	/* ... while renames, links and unlinks go on in it
 				 * (logged_trans, last_unlink_trans) */
 			char p1[300], p2[300];
 
@@ -961,6 +973,19 @@ static void *pair_thread(void *arg)
 			}
 			break;
 		}
+		case 14:	/* preallocation: every new extent stores the
+				 * PREALLOC inode flag ... */
+			fallocate(a->fd, FALLOC_FL_KEEP_SIZE, (n % 64) * 65536, 65536);
+			if (n % 64 == 63)
+				fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+					  64 * 65536);
+			break;
+		default:	/* ... while another task loads the flags */
+			if (n % 2)
+				fstat(a->fd, &st);
+			else
+				ioctl(a->fd, FS_IOC_GETFLAGS, &flags);
+			break;
 		}
 		n++;
 		atomic_fetch_add(&ops, 1);
@@ -976,7 +1001,9 @@ static int do_pairs(const char *dir, int secs)
 	char path[300];
 
 	pdir = dir;
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < NPAIRS; i++) {
+		if (i >= 4 && i < 7)
+			continue;
 		snprintf(path, sizeof(path), "%s/p%d", pdir, i);
 		fds[i] = open(path, O_CREAT | O_RDWR, 0644);
 		if (fds[i] < 0) {
@@ -1034,6 +1061,217 @@ static int do_pairs(const char *dir, int secs)
 	return failures ? 1 : 0;
 }
 
+/* ---- a second, otherwise idle file system: commits and their readers ---- */
+
+/*
+ * The fields a commit stores once (generation, state, last_trans_committed,
+ * the commit stats, root->last_trans, the log tree's transid) change only
+ * a few hundred times a run, and so do those a resize or a remount stores
+ * (the device's and the super block's total_bytes; mount_opt and
+ * commit_interval, read by every path that tests a mount option).  A race
+ * on them is seen only when the store meets a watchpoint on a load, so
+ * here every such field has a thread of its own that loads it in a tight
+ * loop of one cheap call.  On this file system nothing else runs: a commit
+ * does not wait for the main file system's dirty data.
+ */
+
+#define NCOMMIT 14
+
+static const char *cmdir, *cmfs;
+static int cmdirfd;
+static atomic_long cmops[NCOMMIT], cmerr[NCOMMIT];
+static const char *const cmname[NCOMMIT] = {
+	"syncs", "fsyncs", "inode-updates", "resizes", "remounts", "labels", "fs-info",
+	"dev-info", "statfs", "wait-sync", "clean-fsyncs", "sysfs", "mounts", "syncfs"
+};
+
+static void commit_io(int fd, int kind, long n, char *buf)
+{
+	struct btrfs_ioctl_vol_args va;
+	struct btrfs_ioctl_balance_args ba;
+
+	switch (kind) {
+	case 0:		/* commits: a page written, then syncfs() */
+		if (pwrite(fd, buf, 4096, (n % 256) * 4096) > 0)
+			syncfs(cmdirfd);
+		break;
+	case 1:		/* log syncs: the first fsync of a transaction adds
+			 * the log tree, the others join it */
+		if (pwrite(fd, buf, 100, (n % 64) * 100) > 0)
+			fsync(fd);
+		break;
+	case 2:		/* inode updates: transaction starts, the inode's
+			 * last_trans and the root's log transid */
+		if (n % 4 == 3)
+			fchmod(fd, 0600 | (n % 8 == 3 ? 044 : 0));
+		else
+			futimens(fd, NULL);
+		break;
+	case 3:		/* device resize down and up, now and then a data
+			 * balance (chunks allocated and removed) */
+		memset(&va, 0, sizeof(va));
+		if (n % 16 == 15) {
+			memset(&ba, 0, sizeof(ba));
+			ba.flags = BTRFS_BALANCE_DATA;
+			if (ioctl(cmdirfd, BTRFS_IOC_BALANCE_V2, &ba))
+				atomic_fetch_add(&cmerr[kind], 1);
+			break;
+		}
+		snprintf(va.name, sizeof(va.name), n % 2 ? "1:max" : "1:-64m");
+		if (ioctl(cmdirfd, BTRFS_IOC_RESIZE, &va))
+			atomic_fetch_add(&cmerr[kind], 1);
+		break;
+	case 4:		/* remounts: btrfs_parse_options() rewrites
+			 * mount_opt and commit_interval */
+		if (mount(NULL, cmdir, NULL, MS_REMOUNT, n % 2 ? "commit=5" : "commit=7"))
+			atomic_fetch_add(&cmerr[kind], 1);
+		break;
+	case 5:		/* the label: a pending commit for btrfs_sync_fs() */
+		lseek(fd, 0, SEEK_SET);
+		if (write(fd, n % 2 ? "q1\n" : "q2\n", 3) < 0) {
+			atomic_fetch_add(&cmerr[kind], 1);
+			usleep(1000);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static void commit_read(int fd, int kind, long n, char *buf)
+{
+	union {
+		struct btrfs_ioctl_fs_info_args fi;
+		struct btrfs_ioctl_dev_info_args di;
+	} u;
+	struct statfs sfs;
+	uint64_t transid = 1;
+
+	memset(&u, 0, sizeof(u));
+	switch (kind) {
+	case 6:		/* generation */
+		u.fi.flags = BTRFS_FS_INFO_FLAG_GENERATION;
+		ioctl(cmdirfd, BTRFS_IOC_FS_INFO, &u.fi);
+		break;
+	case 7:		/* device total_bytes, bytes_used */
+		u.di.devid = 1;
+		ioctl(cmdirfd, BTRFS_IOC_DEV_INFO, &u.di);
+		break;
+	case 8:		/* super block total_bytes, space and device usage */
+		fstatfs(cmdirfd, &sfs);
+		break;
+	case 9:		/* last_trans_committed: returns at once */
+		ioctl(cmdirfd, BTRFS_IOC_WAIT_SYNC, &transid);
+		break;
+	case 10:	/* fsync of a clean file: generation,
+			 * last_trans_committed, nothing to log */
+		fsync(fd);
+		break;
+	case 11: {	/* sysfs: generation and commit_stats */
+		char p[512];
+		int sfd;
+
+		snprintf(p, sizeof(p), "%s/%s", cmfs, n % 2 ? "generation" : "commit_stats");
+		sfd = open(p, O_RDONLY);
+		if (sfd >= 0) {
+			if (read(sfd, buf, 4096) < 0)
+				usleep(1000);
+			close(sfd);
+		}
+		break;
+	}
+	case 12:	/* btrfs_show_options() of both file systems */
+		if (pread(fd, buf, 8192, 0) < 0)
+			usleep(1000);
+		break;
+	default:	/* syncfs: commits when a transaction runs, else
+			 * looks at the pending changes */
+		syncfs(cmdirfd);
+		break;
+	}
+}
+
+static void *commit_thread(void *arg)
+{
+	long kind = (long)arg, n = 0;
+	char buf[8192], path[600];
+	int fd = -1;
+
+	memset(buf, 'c', sizeof(buf));
+	switch (kind) {
+	case 0: case 1: case 2: case 10:
+		snprintf(path, sizeof(path), "%s/c%ld", cmdir, kind);
+		fd = open(path, O_CREAT | O_RDWR, 0644);
+		if (fd >= 0 && kind == 10) {
+			/* written and committed once, then only fsynced */
+			if (pwrite(fd, buf, 4096, 0) < 0 || fsync(fd))
+				fail("write", path);
+			syncfs(cmdirfd);
+		}
+		break;
+	case 5:
+		snprintf(path, sizeof(path), "%s/label", cmfs);
+		fd = open(path, O_WRONLY);
+		break;
+	case 12:
+		snprintf(path, sizeof(path), "/proc/self/mounts");
+		fd = open(path, O_RDONLY);
+		break;
+	default:
+		break;
+	}
+	if ((kind <= 2 || kind == 5 || kind == 10 || kind == 12) && fd < 0) {
+		fail("open", path);
+		return NULL;
+	}
+	while (now() < deadline) {
+		if (kind < 6)
+			commit_io(fd, kind, n, buf);
+		else
+			commit_read(fd, kind, n, buf);
+		n++;
+		atomic_fetch_add(&ops, 1);
+	}
+	atomic_store(&cmops[kind], n);
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+static int do_commit(const char *dir, const char *fs, int secs)
+{
+	pthread_t t[NCOMMIT];
+	struct btrfs_ioctl_vol_args va;
+	long i;
+
+	cmdir = dir;
+	cmfs = fs;
+	cmdirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	if (cmdirfd < 0) {
+		fail("open", dir);
+		return 1;
+	}
+	deadline = now() + secs;
+	for (i = 0; i < NCOMMIT; i++)
+		pthread_create(&t[i], NULL, commit_thread, (void *)i);
+	for (i = 0; i < NCOMMIT; i++)
+		pthread_join(t[i], NULL);
+	/* leave the device at its full size */
+	memset(&va, 0, sizeof(va));
+	snprintf(va.name, sizeof(va.name), "1:max");
+	if (ioctl(cmdirfd, BTRFS_IOC_RESIZE, &va))
+		fprintf(stderr, "lkstress: commit: resize to max: %s\n", strerror(errno));
+	close(cmdirfd);
+	printf("@@LKMM ops commit %ld failures %d", (long)ops, failures);
+	for (i = 0; i < NCOMMIT; i++) {
+		printf(" %s %ld", cmname[i], (long)cmops[i]);
+		if (cmerr[i])
+			printf(" (%ld errors)", (long)cmerr[i]);
+	}
+	printf("\n");
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1052,8 +1290,11 @@ int main(int argc, char **argv)
 	}
 	if (argc == 4 && !strcmp(argv[1], "pairs"))
 		return do_pairs(argv[2], atoi(argv[3]));
+	if (argc == 5 && !strcmp(argv[1], "commit"))
+		return do_commit(argv[2], argv[3], atoi(argv[4]));
 	fprintf(stderr, "usage: lkstress write DIR SECS THREADS MANIFEST | verify MANIFEST |\n"
 			"       fsync DIR SECS THREADS | sysfs FSDIR SECS THREADS |\n"
-			"       race DIR SECS THREADS [sync] | pairs DIR SECS\n");
+			"       race DIR SECS THREADS [sync] | pairs DIR SECS |\n"
+			"       commit DIR FSDIR SECS\n");
 	return 2;
 }

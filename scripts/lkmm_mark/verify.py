@@ -768,10 +768,10 @@ def run_guest(bzimage, initrd, append="", disks=(), smp=2, mem=2048, timeout=600
     return res
 
 
-def make_disks(d, n=2, size=8 << 30):
+def make_disks(d, n=2, size=8 << 30, first=0):
     d.mkdir(parents=True, exist_ok=True)
     paths = []
-    for i in range(n):
+    for i in range(first, first + n):
         p = d / ("disk%d.img" % i)
         if p.exists():
             p.unlink()
@@ -787,6 +787,9 @@ def stress_guest(bzimage, initrd, secs, smp, tag, kcsan_params="", expected=(), 
     if run.exists():
         shutil.rmtree(run)
     disks = make_disks(run)
+    if profile == "kcsan":
+        # /dev/vdc: the second, otherwise idle file system of `lkstress commit`
+        disks += make_disks(run, n=1, size=2 << 30, first=2)
     append = "lkmm.mode=stress lkmm.secs=%d lkmm.profile=%s" % (secs, profile)
     if kcsan_params:
         append += " lkmm.kcsan=" + kcsan_params
