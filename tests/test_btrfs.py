@@ -123,6 +123,7 @@ class BtrfsTests(unittest.TestCase):
         ("transaction.c", 2565, "btrfs_fs_info.last_trans_committed", "WRITE_ONCE"),  # R
         ("transaction.c", 914, "btrfs_fs_info.last_trans_committed", "READ_ONCE"),
         ("file.c", 1738, "btrfs_fs_info.last_trans_committed", "READ_ONCE"),
+        ("disk-io.c", 209, "btrfs_fs_info.last_trans_committed", "READ_ONCE"),  # N
         ("super.c", 1087, "btrfs_fs_info.commit_interval", "WRITE_ONCE"),  # run S
         ("disk-io.c", 1879, "btrfs_fs_info.commit_interval", "READ_ONCE"),
         ("ioctl.c", 3777, "btrfs_fs_info.generation", "READ_ONCE"),
