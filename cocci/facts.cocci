@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /// Access facts for lkmm-mark: every struct field access E->f / E.f with
 /// its position and enclosing function (the driver reads the field, the
-/// base and its struct type from the source), plus how it is used: plain read, write, read-modify-write,
-/// address taken, already marked (and with which macro), or an operand of
-/// sizeof (typeof operands are found by the
-/// driver's token scan, SmPL has no typeof expression).  Also every function definition spatch could parse, so
-/// that the driver can list the functions that were not analysed.
+/// base and its struct type from the source, and how the access is used,
+/// written, read-modify-written, address taken, marked, inside sizeof,
+/// from the tokens around it: scripts/lkmm_mark/kinds.py, whose SmPL
+/// reference is cocci/kinds.cocci).  Also every function definition
+/// spatch could parse, so that the driver can list the functions that
+/// were not analysed.
 ///
 /// This is the first stage of the lkmm-mark pipeline; it changes nothing.
 /// One JSON line per fact goes to $LKMM_FACTS_DIR/<pid>.jsonl (one file
@@ -62,104 +63,6 @@ E.f@p
 p << dotu.p;
 @@
 lkmm_emit("acc", p)
-
-@wr@
-expression E, E2;
-identifier f;
-position p;
-@@
-(
-E->f@p = E2
-|
-E.f@p = E2
-)
-
-@script:python@
-p << wr.p;
-@@
-lkmm_emit("write", p)
-
-@rmw@
-expression E, E2;
-identifier f;
-position p;
-assignment operator aop != =;
-@@
-\( E->f@p aop E2 \| E.f@p aop E2 \| ++E->f@p \| ++E.f@p \| --E->f@p \| --E.f@p \|
-   E->f@p++ \| E.f@p++ \| E->f@p-- \| E.f@p-- \)
-
-@script:python@
-p << rmw.p;
-@@
-lkmm_emit("rmw", p)
-
-@addr@
-expression E;
-identifier f;
-position p;
-@@
-\( &E->f@p \| &E.f@p \)
-
-@script:python@
-p << addr.p;
-@@
-lkmm_emit("addr", p)
-
-@marked@
-expression E, E2;
-identifier f;
-identifier m = {READ_ONCE, WRITE_ONCE, smp_load_acquire, smp_store_release,
-                smp_store_mb, xchg, cmpxchg, try_cmpxchg, xchg_relaxed,
-                cmpxchg_relaxed, rcu_dereference, rcu_assign_pointer,
-                rcu_access_pointer};
-position p;
-@@
-\( m(E->f@p, ...) \| m(E.f@p, ...) \| m(&E->f@p, ...) \| m(&E.f@p, ...) \)
-
-@script:python@
-p << marked.p;
-m << marked.m;
-@@
-lkmm_emit("marked", p, macro=m)
-
-// data_race(E->f): the access itself is marked.
-@dr@
-expression E;
-identifier f;
-position p;
-@@
-data_race(\(E->f@p\|E.f@p\))
-
-@script:python@
-p << dr.p;
-@@
-lkmm_emit("marked", p, macro="data_race")
-
-// data_race(... E->f ...): inside a data_race() expression, not itself the
-// marked operand (e.g. data_race(args->start >= inode->disk_i_size)).
-@dri@
-expression E;
-identifier f;
-position p != dr.p;
-@@
-data_race(<+... \(E->f@p\|E.f@p\) ...+>)
-
-@script:python@
-p << dri.p;
-@@
-lkmm_emit("marked", p, macro="data_race-expr")
-
-@sz@
-expression E;
-identifier f;
-position p;
-@@
-sizeof(<+... \(E->f@p\|E.f@p\) ...+>)
-
-@script:python@
-p << sz.p;
-@@
-lkmm_emit("sizeof", p)
 
 @fndef@
 identifier fn;

@@ -10,7 +10,7 @@ import collections
 import os
 import re
 
-from . import csrc
+from . import csrc, kinds as kinds_mod
 from .locks import LockFlow, State, How, call_context, KEYWORDS
 
 
@@ -121,8 +121,6 @@ class Analysis:
 
     # ---------------------------------------------------------------- facts
     def build_accesses(self):
-        kinds = collections.defaultdict(set)
-        macros = {}
         acc = {}
         spatch_fns = set()
         for r in self.facts:
@@ -134,11 +132,6 @@ class Analysis:
                     acc[k] = r
             elif r["k"] == "fn":
                 spatch_fns.add((r["file"], r["name"]))
-            elif r["k"] == "marked":
-                kinds[k].add("marked")
-                macros.setdefault(k, r["macro"])
-            else:
-                kinds[k].add(r["k"])
         self.by_range = {}
         for (f, name), fn in sorted(self.src.funcs.items(), key=lambda x: (x[0][0], x[1].line)):
             if (f, name) not in spatch_fns:
@@ -160,8 +153,9 @@ class Analysis:
                 a.struct = self.resolve_base(a.file, a.fn, a.base, base_toks)
             a.struct_known = a.struct is not None
             self.by_range[k] = a
-            ks = kinds.get(k, set())
-            a.macro = macros.get(k)
+            # how it is used, from the tokens (kinds.py; tests/test_kinds.py
+            # checks it against cocci/kinds.cocci)
+            ks, a.macro = self._kinds(a.file, a.line, a.col)
             if "sizeof" in ks:
                 a.kind = "sizeof"
             elif "marked" in ks:
@@ -186,6 +180,19 @@ class Analysis:
             self.accesses.append(a)
         self.accesses.sort(key=lambda a: a.key())
 
+    def _kinds(self, file, line, col):
+        """How the access at line:col is used (kinds.py), from the tokens."""
+        toks = self.src.toks.get(file)
+        k = self.src.pos.get(file, {}).get((line, col))
+        if k is None:
+            # inside a #define: the tokens of that line
+            lines = self.src.text[file].split("\n")
+            toks = kinds_mod.line_tokens(lines[line - 1]) if line <= len(lines) else []
+            k = next((i for i, t in enumerate(toks) if t.col == col), None)
+            if k is None:
+                return set(), None
+        return kinds_mod.kinds_of(toks, k)
+
     def _field_base(self, file, line, col):
         """The field name at line:col (spatch's position of E->f), the text
         of its base expression E (tokens separated by spaces) and those
@@ -195,7 +202,7 @@ class Analysis:
         if k is None:
             # inside a #define: read the tokens of that line
             lines = self.src.text[file].split("\n")
-            toks = csrc.tokenize(lines[line - 1]) if line <= len(lines) else []
+            toks = kinds_mod.line_tokens(lines[line - 1]) if line <= len(lines) else []
             k = next((i for i, t in enumerate(toks) if t.col == col), None)
         if k is None or k == 0 or toks[k].kind != "id" or toks[k - 1].text not in ("->", "."):
             return (toks[k].text if k is not None else ""), "", None

@@ -14,6 +14,7 @@ from .tree import UserError, cache_dir, log, require_tools
 
 REPO = Path(__file__).resolve().parents[2]
 FACTS_COCCI = REPO / "cocci" / "facts.cocci"
+KINDS_COCCI = REPO / "cocci" / "kinds.cocci"   # the SmPL reference of kinds.py
 MACROS = REPO / "cocci" / "lkmm-macros.h"
 
 
@@ -40,8 +41,8 @@ def content_hash(tree, files, extra=()):
     return h.hexdigest()
 
 
-def spatch_args(tree, target, jobs):
-    args = ["spatch", "--very-quiet", "--sp-file", str(FACTS_COCCI), "--dir", target,
+def spatch_args(tree, target, jobs, cocci=FACTS_COCCI):
+    args = ["spatch", "--very-quiet", "--sp-file", str(cocci), "--dir", target,
             "--no-includes", "--include-headers", "-I", target, "-I", "include",
             "--timeout", "120"]
     if MACROS.exists():
@@ -51,17 +52,17 @@ def spatch_args(tree, target, jobs):
     return args
 
 
-def facts_key(tree, target, files=None):
+def facts_key(tree, target, files=None, cocci=FACTS_COCCI):
     """Content hash of everything the facts pass reads."""
     files = files if files is not None else source_files(tree, target)
-    return content_hash(tree, files, [b"jsonl-cache-2", FACTS_COCCI.read_bytes(),
+    return content_hash(tree, files, [b"jsonl-cache-2", cocci.read_bytes(),
                                       MACROS.read_bytes() if MACROS.exists() else b"",
                                       spatch_version(), target])
 
 
-def run(tree, target, jobs=0, use_cache=True):
+def run(tree, target, jobs=0, use_cache=True, cocci=FACTS_COCCI):
     """Access facts for every file under target: (records, from_cache)."""
-    return start(tree, target, jobs, use_cache).result()
+    return start(tree, target, jobs, use_cache, cocci).result()
 
 
 def _parse_lines(lines):
@@ -103,16 +104,17 @@ class _Running:
     """A facts pass running in the background (spatch works while the
     caller reads the sources)."""
 
-    def __init__(self, tree, target, files, jobs, cfile):
+    def __init__(self, tree, target, files, jobs, cfile, cocci):
         self.tmp = tempfile.mkdtemp(prefix="lkmm-facts-")
         self.target = target
         self.cfile = cfile
         env = dict(os.environ, LKMM_FACTS_DIR=self.tmp)
-        log("spatch facts pass over %s (%d files, %d jobs)" % (target, len(files), jobs))
+        log("spatch %s over %s (%d files, %d jobs)" % (
+            "facts pass" if cocci == FACTS_COCCI else cocci.name, target, len(files), jobs))
         self.t0 = time.time()
         self.err = tempfile.TemporaryFile(mode="w+")
         try:
-            self.proc = subprocess.Popen(spatch_args(tree, target, jobs), cwd=tree, env=env,
+            self.proc = subprocess.Popen(spatch_args(tree, target, jobs, cocci), cwd=tree, env=env,
                                          stdout=subprocess.DEVNULL, stderr=self.err, text=True)
         except BaseException:
             shutil.rmtree(self.tmp, ignore_errors=True)
@@ -147,16 +149,16 @@ class _Running:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def start(tree, target, jobs=0, use_cache=True):
+def start(tree, target, jobs=0, use_cache=True, cocci=FACTS_COCCI):
     """Start the facts pass; .result() gives (records, from_cache)."""
     require_tools("spatch")
     files = source_files(tree, target)
     if not files:
         raise UserError("%s/%s: no .c or .h files" % (tree, target))
     jobs = jobs or os.cpu_count() or 1
-    key = facts_key(tree, target, files)
+    key = facts_key(tree, target, files, cocci)
     cfile = cache_dir() / "facts" / (key + ".json")
     if use_cache and cfile.exists():
         with open(cfile) as f:
             return _Done(_parse_lines(f.read().split("\n"))[0])
-    return _Running(tree, target, files, jobs, cfile)
+    return _Running(tree, target, files, jobs, cfile, cocci)

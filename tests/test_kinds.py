@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""scripts/lkmm_mark/kinds.py (how an access is used, from the tokens)
+against its SmPL reference cocci/kinds.cocci: the same kinds and marking
+macro for every access of every fixture and of all of 6.1 fs/btrfs, and
+the forms that tell them apart."""
+import collections
+import os
+import shutil
+import tempfile
+import unittest
+from pathlib import Path
+
+import fixture_lib
+from fixture_lib import TARGET, facts_mod
+from lkmm_mark import csrc, kinds
+from lkmm_mark.tree import ensure_tree
+from lkmm_mark.analysis import Analysis
+
+HERE = Path(__file__).resolve().parent
+
+
+def mismatches(tree, target, use_cache):
+    """Accesses whose token kinds differ from cocci/kinds.cocci's."""
+    recs, _ = facts_mod.run(str(tree), target, 0, use_cache=use_cache)
+    krecs, _ = facts_mod.run(str(tree), target, 0, use_cache=use_cache,
+                             cocci=facts_mod.KINDS_COCCI)
+    sp = collections.defaultdict(set)
+    mac = {}
+    for r in krecs:
+        k = (r["file"], r["eline"], r["ecol"])
+        if r["k"] == "marked":
+            sp[k].add("marked")
+            mac.setdefault(k, r["macro"])
+        else:
+            sp[k].add(r["k"])
+    files = facts_mod.source_files(str(tree), target)
+    A = Analysis(str(tree), target, [], None, files)
+    out = []
+    n = 0
+    for r in recs:
+        if r["k"] != "acc":
+            continue
+        n += 1
+        k = (r["file"], r["eline"], r["ecol"])
+        got = A._kinds(r["file"], r["line"], r["col"])
+        want = (sp.get(k, set()), mac.get(k))
+        if got != want:
+            out.append("%s:%d:%d: tokens %s, SmPL %s" % (r["file"], r["line"], r["col"],
+                                                        got, want))
+    return n, out
+
+
+class TokenKinds(unittest.TestCase):
+    """The forms kinds.py must tell apart, each with its expected kinds."""
+    CASES = [
+        ("x = p->f;", set(), None),
+        ("p->f = 1;", {"write"}, None),
+        ("p->f == 1;", set(), None),
+        ("p->f += 1;", {"rmw"}, None),
+        ("p->f++;", {"rmw"}, None),
+        ("--p->f;", {"rmw"}, None),
+        ("if (c) ++p->f;", {"rmw"}, None),        # ')' of a condition, then prefix
+        ("x = (a) - p->f;", set(), None),         # binary minus
+        ("*p->f = 1;", set(), None),              # stores through the pointer
+        ("*--p->f = 1;", {"rmw"}, None),          # decrements the pointer
+        ("*p->f++ = 1;", {"rmw"}, None),          # postfix binds tighter
+        ("p->f.g = 1;", set(), None),             # ->f is the base of .g
+        ("q = &p->f;", {"addr"}, None),
+        ("x = a & p->f;", set(), None),           # binary and
+        ("q = (void *)&p->f;", {"addr"}, None),
+        ("x = READ_ONCE(p->f);", {"marked"}, "READ_ONCE"),
+        ("WRITE_ONCE(p->f, 1);", {"marked"}, "WRITE_ONCE"),
+        ("x = xchg(&p->f, 1);", {"marked", "addr"}, "xchg"),
+        ("WRITE_ONCE(x, p->f);", set(), None),    # not the first argument
+        ("x = data_race(p->f);", {"marked"}, "data_race"),
+        ("x = data_race(p->f + 1);", {"marked"}, "data_race-expr"),
+        ("x = data_race(READ_ONCE(p->f) + 1);", {"marked"}, "READ_ONCE"),
+        ("x = sizeof(p->f);", {"sizeof"}, None),
+        ("x = sizeof(((struct s *)0))->f;", {"sizeof"}, None),
+        ("x = f(sizeof(g(p->f)), 2);", {"sizeof"}, None),
+    ]
+
+    def test_cases(self):
+        for src, want, macro in self.CASES:
+            toks = csrc.tokenize("void fn(void) { %s }" % src)
+            csrc.index_parens(toks)
+            k = max(i for i, t in enumerate(toks) if t.text == "f" and i > 0 and
+                    toks[i - 1].text in ("->", "."))
+            self.assertEqual(kinds.kinds_of(toks, k), (want, macro), src)
+
+    def test_macro_body_line(self):
+        """Accesses spatch reports inside a #define: '##' and '#' do not
+        end the line's tokens."""
+        toks = kinds.line_tokens("\ttest_bit(PENDING_##opt, &(info)->pending);")
+        k = next(i for i, t in enumerate(toks) if t.text == "pending")
+        self.assertEqual(kinds.kinds_of(toks, k), ({"addr"}, None))
+        toks = kinds.line_tokens("#define ABORTED(t) (READ_ONCE((t)->aborted) != 0)")
+        k = next(i for i, t in enumerate(toks) if t.text == "aborted")
+        self.assertEqual(kinds.kinds_of(toks, k), ({"marked"}, "READ_ONCE"))
+
+
+class AgainstSmPL(unittest.TestCase):
+    def test_fixtures(self):
+        """Every fixture (copied side by side into one small tree)."""
+        with tempfile.TemporaryDirectory(prefix="lkmm-kinds-") as tmp:
+            tree = Path(tmp) / "tree"
+            for fx in sorted((HERE / "fixtures").iterdir()):
+                for p in sorted(fx.rglob("*")):
+                    if p.suffix in (".c", ".h", ".res") and p.is_file():
+                        dst = tree / TARGET / fx.name / p.relative_to(fx)
+                        if p.suffix == ".res":
+                            dst = dst.with_suffix(".res.c")   # rewritten forms too
+                        dst.parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copy(p, dst)
+            (tree / "include").mkdir()
+            n, bad = mismatches(tree, TARGET, use_cache=False)
+            self.assertGreater(n, 500)
+            self.assertEqual(bad, [])
+
+    def test_btrfs(self):
+        """All of 6.1 fs/btrfs (both passes cached by content)."""
+        tree = str(ensure_tree())
+        n, bad = mismatches(tree, TARGET, use_cache=True)
+        self.assertGreater(n, 30000)
+        self.assertEqual(bad, [])
+
+
+if __name__ == "__main__":
+    unittest.main()
