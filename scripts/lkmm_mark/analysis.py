@@ -118,6 +118,7 @@ class Analysis:
         self._stackcache = {}
         self._zhcache = {}
         self.owner_read = {}
+        self.lost_ids = set()
 
     # ---------------------------------------------------------------- facts
     def build_accesses(self):
@@ -2169,6 +2170,23 @@ class Analysis:
             info["coincidental_lock"] = lk
             info["lock"] = lk = None
         locked_w = [w for w in writes if lk and lk in w.held]
+        # lost updates: read-modify-writes without the lock that every
+        # other write holds.  A locked update running beside one of them
+        # is lost, which READ_ONCE()/WRITE_ONCE() cannot fix and the lock
+        # can: they are reported apart (rule lost-update), and they do not
+        # count as the lockless reads that would make the locked writes
+        # racy (marking those would not fix the race either).
+        lost = []
+        if lk and locked_w and not marked and not self.handler_of(name):
+            lost = [w for w in writes if w.kind == "rmw" and not holds(w)]
+            if len(locked_w) + len(lost) != len(writes):
+                lost = []
+        lost_ids = {id(w) for w in lost}
+        self.lost_ids |= lost_ids
+        if lost:
+            writes = [w for w in writes if id(w) not in lost_ids]
+            reads = [r for r in reads if id(r) not in lost_ids]
+            info["lost_updates"] = ["%s() at %s" % (w.fn, w.where()) for w in lost]
         unlocked_r = [r for r in reads if not holds(r) and id(r) not in self.owner_read]
         info["owner_reads"] = sum(1 for r in reads if id(r) in self.owner_read)
         # evidence of concurrency without a lock
@@ -2236,6 +2254,14 @@ class Analysis:
             info["class"] = "no-lock-evidence"
         info["locked_writes"] = len(locked_w)
         for a in accs:
+            if id(a) in lost_ids:
+                a.action, a.rule = "none", "lost-update"
+                a.reason = "%s is written under %s at %s and every other write holds " \
+                    "it (%d of %d); this read-modify-write does not, so an update " \
+                    "made beside it is lost: it needs the lock, which no marking " \
+                    "can replace" % (name, lk, locked_w[0].where(), len(locked_w),
+                                     len(locked_w) + len(lost))
+                continue
             self.verdict(a, info)
         return info
 
@@ -2467,7 +2493,7 @@ class Analysis:
                     idx[k].append(b)
             self._fur = idx
         for b in idx.get(name, []):
-            if not _holds_any(b, locks):
+            if not _holds_any(b, locks) and id(b) not in self.lost_ids:
                 return "%s() at %s" % (b.fn, b.where())
         return None
 

@@ -231,6 +231,12 @@ def cmd_report(args):
         print("# test code (%s/tests), reported separately:" % args.target)
         for l in tl:
             print(l)
+    lost = [x for x in d["sites"] if x["rule"] == "lost-update" and not x["test_code"]]
+    print("# lost updates (a read-modify-write without the lock every other write "
+          "holds: needs the lock, no mark fixes it): %d" % len(lost))
+    for x in sorted(lost, key=lambda x: (x["file"], x["line"], x["column"])):
+        print("%s:%d:%d-%d: LOCK: %s (lost-update)" % (
+            x["file"], x["line"], x["column"], x["end_column"], x["reason"]))
     na = d["not_analysed"]
     print("# functions not analysed (spatch could not parse them): %d" % len(na))
     for x in na:

@@ -453,6 +453,15 @@ def cover_text(plan, groups, skipped, cps, kv, pv, sites, applied, texts):
             tl.append(_wrap("  %-19s %4d  %s" % (r, rules[r], texts.get(r, "")),
                             indent=" " * 27))
     paras.append("\n".join(tl))
+    lost = sorted((x["file"], x["line"], x["column"], x["struct"], x["field"])
+                  for x in plan["sites"] if x["rule"] == "lost-update" and not x["test_code"])
+    if lost:
+        paras.append(_wrap(
+            "Not in the series, for a human: read-modify-writes made without "
+            "the lock that every other write of the field holds. An update "
+            "made beside one under the lock is lost; that needs the lock, "
+            "READ_ONCE()/WRITE_ONCE() would not fix it:") + "\n" + "\n".join(
+            "  %s:%d:%d %s.%s" % (_short(f), l, c, st, fl) for f, l, c, st, fl in lost))
     na = plan.get("not_analysed", [])
     if na:
         paras.append("Functions spatch could not parse (not analysed):\n" + "\n".join(
