@@ -1926,6 +1926,20 @@ class Analysis:
             st = csrc.struct_name(m.type)
         return root
 
+    def _private_atomic(self, m):
+        """Is the atomic bit operation m on an object private to its
+        function (allocated there, not yet published)?"""
+        if m.func is None:
+            return False
+        priv = self._private_of(m.func)
+        if self._private_root(m, priv) is not None:
+            return True
+        if m.tok is not None:
+            det = {n: (d[2], "alloc") for n, d in self._detached(m.func).items()
+                   if d[0] < m.tok < d[1]}
+            return bool(det) and self._private_root(m, det) is not None
+        return False
+
     def _bitop(self, a):
         for c in reversed(a.ctx):
             if c in self.P.bitops:
@@ -2227,6 +2241,19 @@ class Analysis:
             info["class"] = "atomic-bitops"
             info["evidence"].append("changed with %s() at %s" % (atomics[0].macro,
                                                                  atomics[0].where()))
+            # locks every bit operation that changes the field holds
+            # exclusively (those on objects not yet published aside), when
+            # every plain write holds them too: a read holding one of them
+            # races with no change of the field
+            live = [m for m in atomics if not self._private_atomic(m)]
+            bl = None
+            for m in live + writes:
+                h = {x for x in m.held if not x.endswith(":r") and not x.startswith("?")
+                     and x != "irqs-off" and x not in self.phase_locks}
+                bl = h if bl is None else bl & h
+            if live and bl:
+                info["bitop_locks"] = sorted(bl)
+                info["bitop_sites"] = (len(live), len(atomics) - len(live))
         elif ctx_r and not ctx_w_all and \
                 any(w.fn not in {r.fn for r in ctx_r} for w in writes_all):
             # read by a handler that runs at any time (a sysfs show
@@ -2374,6 +2401,17 @@ class Analysis:
                 a.reason += " (owner: %s)" % owner["reason"]
             return
         # reads
+        bl = info.get("bitop_locks")
+        if cls == "atomic-bitops" and bl and _holds_any(a, bl):
+            lb = [x for x in bl if _holds_any(a, [x])][0]
+            n, fresh = info["bitop_sites"]
+            a.action, a.rule = "none", "locked-read"
+            a.reason = "%s is changed only with atomic bit operations, and every one of " \
+                "them holds %s (%d site%s%s), which this read holds: no bit can change " \
+                "while it reads" % (name, lb, n, "s" if n > 1 else "",
+                                     ("; %d more on objects not yet published" % fresh)
+                                     if fresh else "")
+            return
         if cls == "context-read" and a.fn not in info["ctx_read_fns"]:
             a.action, a.rule = "none", "context-read-plain"
             a.reason = "%s: %s; this read is not in a handler, and nothing shows it " \
