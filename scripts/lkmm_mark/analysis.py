@@ -181,30 +181,27 @@ class Analysis:
             self.accesses.append(a)
         self.accesses.sort(key=lambda a: a.key())
 
-    def _kinds(self, file, line, col):
-        """How the access at line:col is used (kinds.py), from the tokens."""
+    def _tok_at(self, file, line, col):
+        """(tokens, index) of the token spatch placed at line:col; inside a
+        #define, the tokens of that line (index None if not found)."""
         toks = self.src.toks.get(file)
         k = self.src.pos.get(file, {}).get((line, col))
         if k is None:
-            # inside a #define: the tokens of that line
             lines = self.src.text[file].split("\n")
             toks = kinds_mod.line_tokens(lines[line - 1]) if line <= len(lines) else []
             k = next((i for i, t in enumerate(toks) if t.col == col), None)
-            if k is None:
-                return set(), None
-        return kinds_mod.kinds_of(toks, k)
+        return toks, k
+
+    def _kinds(self, file, line, col):
+        """How the access at line:col is used (kinds.py), from the tokens."""
+        toks, k = self._tok_at(file, line, col)
+        return kinds_mod.kinds_of(toks, k) if k is not None else (set(), None)
 
     def _field_base(self, file, line, col):
         """The field name at line:col (spatch's position of E->f), the text
         of its base expression E (tokens separated by spaces) and those
         tokens' texts (None when there is no base)."""
-        toks = self.src.toks[file]
-        k = self.src.pos[file].get((line, col))
-        if k is None:
-            # inside a #define: read the tokens of that line
-            lines = self.src.text[file].split("\n")
-            toks = kinds_mod.line_tokens(lines[line - 1]) if line <= len(lines) else []
-            k = next((i for i, t in enumerate(toks) if t.col == col), None)
+        toks, k = self._tok_at(file, line, col)
         if k is None or k == 0 or toks[k].kind != "id" or toks[k - 1].text not in ("->", "."):
             return (toks[k].text if k is not None else ""), "", None
         b = csrc.base_start(toks, k - 1)
@@ -1681,7 +1678,6 @@ class Analysis:
                 file_exc[e["file"]] = e
             else:
                 exc[e["field"]] = e
-        priv_cache = {}
         for a in self.accesses:
             fieldname = "%s.%s" % (a.struct, a.field)
             if a.kind == "sizeof" or any(c in ("typeof", "__typeof__", "__typeof", "sizeof")
@@ -1751,19 +1747,10 @@ class Analysis:
             if key in self.testonly and not a.test:
                 a.exclusion = ("test-only", self.testonly[key])
                 continue
-            if key not in priv_cache:
-                priv_cache[key] = self._private_of(a.func)
-            root = self._private_root(a, priv_cache[key])
-            if root is not None:
-                a.exclusion = ("private", "'%s' is %s" % (root, priv_cache[key][root][0]))
+            why = self._private_why(a)
+            if why is not None:
+                a.exclusion = ("private", why)
                 continue
-            if a.tok is not None:
-                det = {n: (d[2], "alloc") for n, d in self._detached(a.func).items()
-                       if d[0] < a.tok < d[1]}
-                root = self._private_root(a, det) if det else None
-                if root is not None:
-                    a.exclusion = ("private", "'%s' is detached: %s" % (root, det[root][0]))
-                    continue
             if a.tok is not None and a.kind in ("write", "rmw"):
                 why = self._zero_holders_at(a)
                 if why:
@@ -1926,19 +1913,21 @@ class Analysis:
             st = csrc.struct_name(m.type)
         return root
 
-    def _private_atomic(self, m):
-        """Is the atomic bit operation m on an object private to its
-        function (allocated there, not yet published)?"""
-        if m.func is None:
-            return False
-        priv = self._private_of(m.func)
-        if self._private_root(m, priv) is not None:
-            return True
-        if m.tok is not None:
-            det = {n: (d[2], "alloc") for n, d in self._detached(m.func).items()
-                   if d[0] < m.tok < d[1]}
-            return bool(det) and self._private_root(m, det) is not None
-        return False
+    def _private_why(self, a):
+        """Why a's object is private to its function (allocated there and
+        not yet published, a private parameter, detached from its tree at
+        this point), or None."""
+        priv = self._private_of(a.func)
+        root = self._private_root(a, priv)
+        if root is not None:
+            return "'%s' is %s" % (root, priv[root][0])
+        if a.tok is not None:
+            det = {n: (d[2], "alloc") for n, d in self._detached(a.func).items()
+                   if d[0] < a.tok < d[1]}
+            root = self._private_root(a, det) if det else None
+            if root is not None:
+                return "'%s' is detached: %s" % (root, det[root][0])
+        return None
 
     def _bitop(self, a):
         for c in reversed(a.ctx):
@@ -2245,7 +2234,7 @@ class Analysis:
             # exclusively (those on objects not yet published aside), when
             # every plain write holds them too: a read holding one of them
             # races with no change of the field
-            live = [m for m in atomics if not self._private_atomic(m)]
+            live = [m for m in atomics if m.func is None or self._private_why(m) is None]
             bl = None
             for m in live + writes:
                 h = {x for x in m.held if not x.endswith(":r") and not x.startswith("?")

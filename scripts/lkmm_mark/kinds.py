@@ -28,8 +28,6 @@ MARK_MACROS = {"READ_ONCE", "WRITE_ONCE", "smp_load_acquire", "smp_store_release
 _ASSIGN_OPS = {"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 _POSTFIX = {".", "->", "[", "("}
 _UNARY = {"*", "&", "++", "--", "!", "~", "-", "+"}
-# tokens after which '&', '*', '++' and '--' are prefix (unary) operators
-_VALUE_END = {")", "]"}
 
 
 def _unary_at(toks, i):
@@ -45,23 +43,16 @@ def _unary_at(toks, i):
     if p.text == ")":
         o = csrc.open_of(toks, i - 1)
         if o > 0 and toks[o - 1].text in ("if", "while", "for", "switch"):
-            return True                 # "if (c) *x->p = 0;"
-    if p.text in _VALUE_END:
-        # ') &x': a cast '(type) &x->f' or a value '(a) & x->f'; the SmPL
-        # patterns see a cast when the parenthesis holds a type name, which
-        # the tokens cannot tell: a cast is taken when it ends in '*' or
-        # starts with 'struct'/'const'/a type keyword
-        if p.text == ")":
-            o = csrc.open_of(toks, i - 1)
-            if o >= 0 and o + 1 < i - 1:
-                first, last = toks[o + 1], toks[i - 2]
-                if last.text == "*" or first.text in _TYPE_WORDS:
-                    return True
+            return True                 # 'if (c) *x->p = 0;'
+        # a cast '(type) &x->f' or a value '(a) & x->f': the SmPL patterns
+        # see a cast when the parenthesis holds a type name, which the
+        # tokens cannot tell; a cast is taken when it ends in '*' or starts
+        # with 'struct'/'const'/a type keyword
+        if 0 <= o and o + 1 < i - 1:
+            return toks[i - 2].text == "*" or toks[o + 1].text in _TYPE_WORDS
         return False
-    if p.text in ("++", "--"):
-        # 'x++ & y' is binary, '++ &x' is not C
-        return False
-    return True
+    # after ']' or a postfix '++'/'--' it is binary
+    return p.text not in ("]", "++", "--")
 
 
 _TYPE_WORDS = {"struct", "union", "enum", "const", "volatile", "unsigned", "signed",
@@ -77,11 +68,12 @@ def _call_of(toks, o):
     return None
 
 
-def _enclosing_opens(toks, i, lo):
-    """Indices of the '(' enclosing toks[i], innermost first, not before lo."""
+def _enclosing_opens(toks, i):
+    """Indices of the '(' enclosing toks[i] within its statement, innermost
+    first."""
     out = []
     j = i - 1
-    while j >= lo:
+    while j >= 0:
         t = toks[j].text
         if t in (")", "]", "}"):
             o = csrc.open_of(toks, j)
@@ -91,17 +83,15 @@ def _enclosing_opens(toks, i, lo):
             continue
         if t == "(":
             out.append(j)
-        elif t in ("{", ";") :
+        elif t in ("{", ";"):
             break
         j -= 1
     return out
 
 
-def kinds_of(toks, k, lo=0):
+def kinds_of(toks, k):
     """The kinds (set of 'write', 'rmw', 'addr', 'marked', 'sizeof') of the
-    access whose field name is toks[k], and the marking macro (or None).
-    lo: first token of the enclosing function body (the search for an
-    enclosing data_race()/sizeof stops there)."""
+    access whose field name is toks[k], and the marking macro (or None)."""
     ks = set()
     macro = None
     if k < 1 or toks[k - 1].text not in ("->", "."):
@@ -141,7 +131,7 @@ def kinds_of(toks, k, lo=0):
                 macro = "data_race"
     if prv == "sizeof":
         ks.add("sizeof")                # sizeof x->f, sizeof(x)->f
-    for o in _enclosing_opens(toks, b, lo):
+    for o in _enclosing_opens(toks, b):
         m = _call_of(toks, o)
         if m == "sizeof":
             ks.add("sizeof")
