@@ -1602,6 +1602,31 @@ class Analysis:
                         priv.pop(toks[k + 1].text)
                 elif toks[k + 2].text == "." and self._published(toks, k, lo):
                     priv.pop(toks[k + 1].text)
+        if not stack_only and priv:
+            # 'rsv = &pending->block_rsv;' with pending private: a pointer
+            # to a struct embedded in a private object, assigned once, is
+            # as private as the object (create_snapshot()'s block_rsv)
+            types = None
+            for k in range(lo + 1, hi - 6):
+                t = toks[k]
+                if t.kind != "id" or toks[k + 1].text != "=" or toks[k + 2].text != "&" or \
+                        toks[k + 3].text not in priv or toks[k + 4].text not in ("->", ".") or \
+                        toks[k + 5].kind != "id" or toks[k + 6].text != ";" or \
+                        toks[k - 1].text in (".", "->") or t.text in priv:
+                    continue
+                if toks[k - 1].text == "*" and not (
+                        toks[k - 2].kind == "id" and toks[k - 3].text in ("struct", "union")):
+                    continue                     # '*x = &p->m': not x itself
+                if types is None:
+                    types = self._decl_types(fn)
+                st = types.get(toks[k + 3].text)
+                m = self.src.member(st, toks[k + 5].text) if st else None
+                if m is None or m.pointer or m.array or m.category != "aggregate" or \
+                        sum(1 for kind, _ in self._bare_uses(fn, t.text)
+                            if kind == "assigned") != 1:
+                    continue
+                priv[t.text] = "a pointer to the %s embedded in '%s', which is %s" % (
+                    toks[k + 5].text, toks[k + 3].text, priv[toks[k + 3].text])
         return priv
 
     def _call_of(self, toks, k, lo):
@@ -2165,12 +2190,23 @@ class Analysis:
                                   % xl[0]) if xl and not _holds_any(r, info["write_locks"])
                 else "%s, which every write holds" % [x for x in info["write_locks"]
                                                       if _holds_any(r, [x])][0])
-        if lk and not locked_r and not lk.startswith(name.split(".")[0] + "."):
-            # written under a lock that is neither the struct's own lock
-            # nor ever held by a reader: it is held for something else (a
-            # coarse mutex around a long operation), it does not show how
-            # this field is protected.
+        # A lock of another struct that no reader takes is no evidence
+        # of how the field is protected when it is held for something
+        # else: when no read of the field holds it, or when the only reads
+        # under it are in the writing functions themselves and every write
+        # holds it only because its callers took it (a coarse mutex around
+        # a long operation: relocation's cleaner_mutex, the tree lock of
+        # the block being COWed).
+        wfns = {w.fn for w in writes}
+        if lk and not lk.startswith(name.split(".")[0] + ".") and (
+                not locked_r or
+                (not [r for r in locked_r if r.fn not in wfns] and
+                 all(w.held[lk].what.startswith("held by all")
+                     for w in writes + stores if lk in w.held))):
             info["coincidental_lock"] = lk
+            info["coincidental_why"] = None if not locked_r else (
+                "outside the functions that write it, and every write holds it "
+                "only because its callers took it (a lock around a long operation)")
             info["lock"] = lk = None
         locked_w = [w for w in writes if lk and lk in w.held]
         # lost updates: read-modify-writes without the lock that every
@@ -2311,6 +2347,14 @@ class Analysis:
                     "observe a torn store" % name
             elif cls == "read-only":
                 a.reason = "%s is not written outside initialisation" % name
+            elif info.get("coincidental_lock"):
+                cl = info["coincidental_lock"]
+                a.reason = "%s is written under %s (%s), a lock of another struct " \
+                    "that no reader of it takes%s: it is held for something else, " \
+                    "and nothing else shows the field is shared" % (
+                        name, cl, info["lock_site"].where(),
+                        "" if info.get("coincidental_why") is None
+                        else " " + info["coincidental_why"])
             else:
                 a.reason = "no access to %s holds a lock and nothing shows it is shared" % name
             return
