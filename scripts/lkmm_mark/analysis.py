@@ -802,11 +802,14 @@ class Analysis:
             # x (init_delayed_ref_common(fs_info, &ref->node, ...) on a
             # ref just allocated)
             r = self._private_name(caller, toks[a + 1].text)
-            if r is not None and (r[0] == "stack object") == (toks[a + 2].text == "."):
+            if r is not None and (r[0] == "stack object") == (toks[a + 2].text == ".") and \
+                    self._fresh_at(caller, toks[a + 1].text, a):
                 return r
             return None
         if b - a == 1:
             r = self._private_name(caller, toks[a].text)
+            if r is not None and not self._fresh_at(caller, toks[a].text, a):
+                return None
             if r is None:
                 why = self._detached_at(caller, toks[a].text, k)
                 return ("detached: " + why, "alloc") if why else None
@@ -840,6 +843,21 @@ class Analysis:
         if r is None and key in self.priv_params:
             r = self._ptr_locals(fn).get(name)
         return r
+
+    def _fresh_at(self, fn, name, k):
+        """False when name, a pointer private_bases() found assigned a fresh
+        object, was last assigned something else before toks[k] (in
+        source order: the branch that assigns a shared object)."""
+        if k is None:
+            return True
+        mixed = self._mixedcache.get((fn.file, fn.name), {}).get(name)
+        if not mixed:
+            return True
+        last = None
+        for j, fresh in mixed:
+            if j < k:
+                last = fresh
+        return bool(last)
 
     def _ptr_locals(self, fn):
         """'x = *p;' of a parameter p that points to a caller's private
@@ -1128,6 +1146,7 @@ class Analysis:
         constructor returned, or a private parameter of its own (fixed
         point).  Such a parameter is as private as the caller's object."""
         self._privcache = {}
+        self._mixedcache = {}
         self._detcache = {}
         self.priv_params = {}
         # a failed parameter is looked at again only when the private
@@ -1591,6 +1610,30 @@ class Analysis:
             if t.text in self.P.freers and k + 2 < hi and toks[k + 1].text == "(" and \
                     toks[k + 2].kind == "id" and toks[k + 3].text == ")":
                 priv.setdefault(toks[k + 2].text, "freed here by %s()" % t.text)
+        # a pointer that is also assigned something else than a fresh
+        # object ('bctl = fs_info->balance_ctl' on one path, kzalloc() on
+        # another: btrfs_ioctl_balance()) names the fresh object only
+        # after a fresh assignment: _fresh_at() checks each use
+        mixed = {}
+        for n, w in priv.items():
+            if w == "stack object" or w.startswith("freed here"):
+                continue
+            seen = []
+            for kind, k in self._bare_uses(fn, n):
+                if kind != "assigned":
+                    continue
+                v = toks[k + 2] if toks[k + 1].text == "=" else None
+                seen.append((k, v is not None and (
+                    v.text in ("NULL", "ERR_PTR") or (
+                        toks[k + 3].text == "(" and (v.text in self.P.allocators or
+                                                     v.text in self.constructors)) or
+                    # 'split = split2;': another fresh object of this function
+                    (v.text in priv and v.text != n and toks[k + 3].text == ";" and
+                     priv[v.text] != "stack object"))))
+            if not all(f for _, f in seen):
+                mixed[n] = sorted(seen)
+        if not stack_only:
+            self._mixedcache[(fn.file, fn.name)] = mixed
         # a stack object whose address escapes (&obj stored, passed to a
         # callback or to code that keeps it) is not private any more; nor
         # is one linked into a shared list or tree (&obj.node published)
@@ -1944,7 +1987,7 @@ class Analysis:
         this point), or None."""
         priv = self._private_of(a.func)
         root = self._private_root(a, priv)
-        if root is not None:
+        if root is not None and self._fresh_at(a.func, root, a.tok):
             return "'%s' is %s" % (root, priv[root][0])
         if a.tok is not None:
             det = {n: (d[2], "alloc") for n, d in self._detached(a.func).items()
