@@ -1346,6 +1346,13 @@ class Analysis:
                     name = self._annot_lock(fn, toks)
                     if name:
                         held[name] = How(nm + "() annotation", fn.line)
+            # a declared unlock wrapper (policies 'lock_functions', op
+            # release) is entered with the lock it releases held
+            spec = self.P.lockfns.get(fn.name)
+            if spec is not None and spec.get("op") == "release" and not spec.get("when_arg"):
+                held[spec["lock"] + (":r" if spec.get("mode") == "read" else "")] = How(
+                    "%s() is a declared unlock wrapper of %s, entered with it held"
+                    % (fn.name, spec["lock"]), fn.line)
             # an assertion with no acquisition before it: held on entry
             res = self.flows.get(key)
             acquired = set()
