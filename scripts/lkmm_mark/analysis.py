@@ -973,7 +973,11 @@ class Analysis:
         keeps a link (a block group leaves the block group tree but stays
         on other lists, and other tasks hold references to it), nor
         'x = p->f; p->f = NULL;' (nothing says p->f was the only way to x).
-        Before the unlink the object is shared as usual."""
+        A call to a function that detaches its parameter so and keeps it
+        detached to its end (_detachers(): btrfs_delete_ref_head()) is an
+        unlink of the argument.  Links are rb_nodes and the list members
+        the target links as entries; a list head the object anchors is no
+        way to it.  Before the unlink the object is shared as usual."""
         key = (fn.file, fn.body_start)
         c = self._detcache.get(key)
         if c is not None:
@@ -983,36 +987,9 @@ class Analysis:
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
         res = self.flows.get((fn.file, fn.name))
-        types = None
-        for k in range(lo + 1, hi - 5):
-            t = toks[k]
-            if not (t.text in self.P.unlinkers and toks[k + 1].text == "(" and
-                    toks[k + 2].text == "&" and toks[k + 3].kind == "id" and
-                    toks[k + 4].text == "->" and toks[k + 5].kind == "id"):
-                continue
-            name = toks[k + 3].text
-            st = res.at.get(k + 5) if res is not None else None
-            if name in out or st is None or not any(x != "irqs-off" for x in st.held):
-                continue
-            if types is None:
-                types = self._decl_types(fn)
-            struct = types.get(name)
-            members = self.src.file_structs.get(fn.file, {}).get(struct) or \
-                self.src.structs.get(struct) or {}
-            links = {m for m, mem in members.items() if not mem.pointer and not mem.array and
-                     mem.type in _LINK_TYPES}
-            if not links:
-                continue
-            # the links fn unlinks (anywhere in fn: 'if (!list_empty(&x->l))
-            # list_del(&x->l)' after the rb_erase counts)
-            gone = set()
-            for j in range(lo + 1, hi - 5):
-                if toks[j].text in self.P.unlinkers or toks[j].text in self.P.link_removers:
-                    if toks[j + 1].text == "(" and toks[j + 2].text == "&" and \
-                            toks[j + 3].text == name and toks[j + 4].text == "->":
-                        gone.add(toks[j + 5].text)
-            if not links <= gone:
-                continue
+
+        def end_of(name, k, links):
+            """Where fn stops owning the object it detached at toks[k]."""
             end = hi
             for j in range(k + 1, hi - 2):
                 x = toks[j]
@@ -1034,11 +1011,128 @@ class Analysis:
                             self._arg_escapes(fn, c[0], c[1]):
                         end = j                      # handed to code that keeps it
                         break
+            return end
+
+        types = None
+        for k in range(lo + 1, hi - 5):
+            t = toks[k]
+            if not (t.text in self.P.unlinkers and toks[k + 1].text == "(" and
+                    toks[k + 2].text == "&" and toks[k + 3].kind == "id" and
+                    toks[k + 4].text == "->" and toks[k + 5].kind == "id"):
+                continue
+            name = toks[k + 3].text
+            st = res.at.get(k + 5) if res is not None else None
+            if name in out or st is None or not any(x != "irqs-off" for x in st.held):
+                continue
+            if types is None:
+                types = self._decl_types(fn)
+            struct = types.get(name)
+            members = self.src.file_structs.get(fn.file, {}).get(struct) or \
+                self.src.structs.get(struct) or {}
+            links = self._links_of(members)
+            if not links:
+                continue
+            # the links fn unlinks (anywhere in fn: 'if (!list_empty(&x->l))
+            # list_del(&x->l)' after the rb_erase counts)
+            gone = set()
+            for j in range(lo + 1, hi - 5):
+                if toks[j].text in self.P.unlinkers or toks[j].text in self.P.link_removers:
+                    if toks[j + 1].text == "(" and toks[j + 2].text == "&" and \
+                            toks[j + 3].text == name and toks[j + 4].text == "->":
+                        gone.add(toks[j + 5].text)
+            if not links <= gone:
+                continue
+            end = end_of(name, k, links)
             out[name] = (k, end, "unlinked here by %s() under a lock, and no list or tree "
                          "link of struct %s is left" % (t.text, struct))
+        # a call to a function that detaches the object it is passed
+        # (btrfs_delete_ref_head(): rb_erase_cached() of the head's only
+        # link under the locks it asserts) detaches the argument here
+        for k in range(lo + 1, hi - 2):
+            if toks[k].kind != "id" or toks[k + 1].text != "(" or toks[k - 1].text in (".", "->"):
+                continue
+            targets = self._callee(fn, toks[k].text)
+            if not targets or toks[k].text in self.addr_taken:
+                continue
+            idx = None
+            for tg in targets:
+                d = self._detachers().get((tg.file, tg.name))
+                idx = d if idx is None else (idx & d if d else set())
+                if not idx:
+                    break
+            if not idx:
+                continue
+            args = self._call_args(fn.file, k) or []
+            for n in sorted(idx):
+                if n >= len(args) or args[n][1] - args[n][0] != 1:
+                    continue
+                name = toks[args[n][0]].text
+                if name in out:
+                    continue
+                if types is None:
+                    types = self._decl_types(fn)
+                struct = types.get(name)
+                members = self.src.file_structs.get(fn.file, {}).get(struct) or \
+                    self.src.structs.get(struct) or {}
+                links = self._links_of(members)
+                if not links:
+                    continue
+                out[name] = (k, end_of(name, k + 1, links),
+                             "unlinked here by %s() under a lock, which takes it off every "
+                             "list or tree of struct %s" % (toks[k].text, struct))
         for name, d in self._stolen(fn).items():
             out.setdefault(name, d)
         return out
+
+    def _detachers(self):
+        """(file, function) -> indices of the parameters the function
+        detaches and keeps detached to its end (not reassigned, linked
+        again or handed on)."""
+        c = getattr(self, "_detachcache", None)
+        if c is not None:
+            return c
+        c = self._detachcache = {}
+        for key, fn in self.src.funcs.items():
+            names = self.params(fn)
+            if not names or not any(self.P.unlinkers & set(
+                    t.text for t in self.src.toks[fn.file][fn.body_start:fn.body_end])):
+                continue
+            d = self._detached(fn)
+            idx = {n for n, p in enumerate(names) if p and p in d and d[p][1] == fn.body_end
+                   and not self._reassigned(fn, p)}
+            if idx:
+                c[key] = idx
+        return c
+
+    _ENTRY_ADD = ("list_add", "list_add_tail", "list_move", "list_move_tail", "list_add_rcu",
+                  "list_add_tail_rcu", "hlist_add_head", "hlist_add_head_rcu", "llist_add")
+
+    def _entry_names(self):
+        """Names of list members the target links into a list as entries
+        ('list_add(&x->NAME, head)', 'list_del(&x->NAME)'), as opposed to
+        list heads other entries hang on (the anchor a delayed ref head
+        keeps its refs on)."""
+        c = getattr(self, "_entrycache", None)
+        if c is not None:
+            return c
+        c = self._entrycache = set()
+        calls = set(self._ENTRY_ADD) | set(self.P.link_removers)
+        for f, toks in self.src.toks.items():
+            for k in range(len(toks) - 5):
+                if toks[k].text in calls and toks[k + 1].text == "(" and \
+                        toks[k + 2].text == "&" and toks[k + 3].kind == "id" and \
+                        toks[k + 4].text in ("->", ".") and toks[k + 5].kind == "id" and \
+                        toks[k + 6].text in (",", ")"):
+                    c.add(toks[k + 5].text)
+        return c
+
+    def _links_of(self, members):
+        """The members through which other tasks can find an object of a
+        struct: its rb_nodes, and the list members used as entries (a list
+        head it only anchors is no way to it)."""
+        entries = self._entry_names()
+        return {m for m, mem in members.items() if not mem.pointer and not mem.array and
+                mem.type in _LINK_TYPES and (mem.type == "struct rb_node" or m in entries)}
 
     def _sole_pointers(self):
         """struct T -> (S, F) when S.F is the only member of any struct of
