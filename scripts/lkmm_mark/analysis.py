@@ -1080,8 +1080,56 @@ class Analysis:
                 out[name] = (k, end_of(name, k + 1, links),
                              "unlinked here by %s() under a lock, which takes it off every "
                              "list or tree of struct %s" % (toks[k].text, struct))
+        for name, d in self._new_windows(fn).items():
+            out.setdefault(name, d)
         for name, d in self._stolen(fn).items():
             out.setdefault(name, d)
+        return out
+
+    def _new_windows(self, fn):
+        """name -> (from, to, why): an object fn holds while a flag says it
+        is new (policies 'new_object_flags': an inode marked I_NEW, which
+        iget5_locked() and every lookup wait on), from the test of the
+        flag to the call that publishes it (unlock_new_inode()) or the end
+        of the block: 'if (x->i_state & I_NEW) { ... }', or after
+        'if (!(x->i_state & I_NEW)) return ...;'."""
+        out = {}
+        if not self.P.new_flags:
+            return out
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        for spec in self.P.new_flags:
+            for k in range(lo + 1, hi - 8):
+                if toks[k].text != "if" or toks[k + 1].text != "(":
+                    continue
+                neg = toks[k + 2].text == "!" and toks[k + 3].text == "("
+                a = k + 4 if neg else k + 2
+                if not (toks[a].kind == "id" and toks[a + 1].text == "->" and
+                        toks[a + 2].text == spec["member"] and toks[a + 3].text == "&" and
+                        toks[a + 4].text == spec["flag"] and toks[a + 5].text == ")"):
+                    continue
+                name = toks[a].text
+                close = a + 5 if not neg else a + 6
+                if neg:
+                    if toks[close].text != ")" or toks[close + 1].text != "return":
+                        continue
+                    start = close + 1
+                    while start < hi and toks[start].text != ";":
+                        start += 1
+                    end = hi
+                else:
+                    if toks[close + 1].text != "{":
+                        continue
+                    start = close + 1
+                    end = csrc.match_paren(toks, start)
+                for j in range(start, end):
+                    if toks[j].text in spec["publish"] and toks[j + 1].text == "(":
+                        args = self._call_args(fn.file, j) or []
+                        if any(b - a2 == 1 and toks[a2].text == name for a2, b in args):
+                            end = j
+                            break
+                out.setdefault(name, (start, end, "new: %s is set in %s->%s until %s() (%s)" % (
+                    spec["flag"], name, spec["member"], spec["publish"][0], spec["reason"])))
         return out
 
     def _detachers(self):
@@ -1747,6 +1795,26 @@ class Analysis:
                 elif toks[k + 2].text == "." and self._published(toks, k, lo):
                     priv.pop(toks[k + 1].text)
         if not stack_only and priv:
+            # 'args.inode = btrfs_new_subvol_inode(...);': a fresh object
+            # kept in a member of a stack struct, which is assigned nothing
+            # else but NULL in fn (create_subvol()'s new_inode_args)
+            fresh, other = {}, set()
+            for k in range(lo + 1, hi - 5):
+                if toks[k].text in priv and priv[toks[k].text] == "stack object" and \
+                        toks[k + 1].text == "." and toks[k + 2].kind == "id" and \
+                        toks[k + 3].text == "=" and toks[k - 1].text not in (".", "->", "&"):
+                    path = "%s.%s" % (toks[k].text, toks[k + 2].text)
+                    v = toks[k + 4]
+                    if toks[k + 5].text == "(" and (v.text in self.P.allocators or
+                                                    v.text in self.constructors):
+                        fresh.setdefault(path, v.text)
+                    elif not (v.text == "NULL" and toks[k + 5].text == ";"):
+                        other.add(path)
+            for path, call in fresh.items():
+                if path not in other:
+                    priv[path] = "%s by %s()" % (
+                        "allocated here" if call in self.P.allocators else
+                        "returned here", call)
             # 'rsv = &pending->block_rsv;' with pending private: a pointer
             # to a struct embedded in a private object, assigned once, is
             # as private as the object (create_snapshot()'s block_rsv)
@@ -2065,7 +2133,11 @@ class Analysis:
             parts[-1].append(t)
         head = [t.text for t in parts[0]]
         if acc is not None:
-            # BTRFS_I(inode)->f: the struct that embeds the private inode
+            # BTRFS_I(inode)->f: the struct that embeds the private inode;
+            # BTRFS_I(args.inode)->f with a fresh inode in a stack struct
+            if len(head) == 6 and head[1] == "(" and head[3] == "." and head[5] == ")" and \
+                    "%s.%s" % (head[2], head[4]) in priv:
+                return "%s.%s" % (head[2], head[4])
             if len(head) != 4 or head[1] != "(" or head[3] != ")" or head[2] not in priv:
                 return None
             root, st = head[2], acc
@@ -2073,11 +2145,16 @@ class Analysis:
             if head[:1] != [root] or (len(head) > 1 and head[1] != "["):
                 return None
             st = self._decl_types(a.func).get(root)
+        path = root
         for p in parts[1:]:
             if len(p) != 1 or st is None:
                 return None
             m = self.src.member(st, p[0].text)
-            if m is None or m.pointer or m.array:
+            path += "." + p[0].text
+            if m is not None and m.pointer and path in priv and not m.array:
+                # x.ptr->f where x.ptr holds an object fresh in this function
+                root = path
+            elif m is None or m.pointer or m.array:
                 return None
             st = csrc.struct_name(m.type)
         return root

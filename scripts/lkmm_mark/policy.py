@@ -22,7 +22,7 @@ SCHEMA = {
     "publish_functions": list, "unlink_functions": list, "sync_callers": list,
     "link_removal_functions": list, "link_test_functions": list, "ops_contexts": list,
     "container_accessors": list, "param_locks": list, "container_locks": list,
-    "assertion_calls": list,
+    "assertion_calls": list, "new_object_flags": list,
 }
 
 
@@ -58,6 +58,7 @@ class Policies:
         self.link_removers = set()  # list_del() and friends: a link taken apart
         self.link_tests = set()     # list_empty() and friends: a link only looked at
         self.sync_callers = set()
+        self.new_flags = []         # flags that keep a new object private (I_NEW)
         self.files = []
 
     def is_lifecycle(self, fn):
@@ -196,6 +197,12 @@ def load(pdir=None, subsystem="btrfs"):
         P.link_removers.update(d.get("link_removal_functions", []))
         P.link_tests.update(d.get("link_test_functions", []))
         P.sync_callers.update(d.get("sync_callers", []))
+        for b in d.get("new_object_flags", []):
+            _need(f, b, ("member", "flag", "publish", "reason"), "new_object_flags")
+            if not isinstance(b["publish"], list) or not b["publish"]:
+                raise UserError("%s: malformed policy file: new_object_flags %s: publish must "
+                                "be a non-empty list of functions" % (f, b["flag"]))
+            P.new_flags.append(b)
     return P
 
 
