@@ -1013,7 +1013,17 @@ class Analysis:
                         break
             return end
 
-        types = None
+        types = []
+
+        def links_of(name):
+            """The struct of the variable name and its links."""
+            if not types:
+                types.append(self._decl_types(fn))
+            struct = types[0].get(name)
+            members = self.src.file_structs.get(fn.file, {}).get(struct) or \
+                self.src.structs.get(struct) or {}
+            return struct, self._links_of(members)
+
         for k in range(lo + 1, hi - 5):
             t = toks[k]
             if not (t.text in self.P.unlinkers and toks[k + 1].text == "(" and
@@ -1024,12 +1034,7 @@ class Analysis:
             st = res.at.get(k + 5) if res is not None else None
             if name in out or st is None or not any(x != "irqs-off" for x in st.held):
                 continue
-            if types is None:
-                types = self._decl_types(fn)
-            struct = types.get(name)
-            members = self.src.file_structs.get(fn.file, {}).get(struct) or \
-                self.src.structs.get(struct) or {}
-            links = self._links_of(members)
+            struct, links = links_of(name)
             if not links:
                 continue
             # the links fn unlinks (anywhere in fn: 'if (!list_empty(&x->l))
@@ -1069,12 +1074,7 @@ class Analysis:
                 name = toks[args[n][0]].text
                 if name in out:
                     continue
-                if types is None:
-                    types = self._decl_types(fn)
-                struct = types.get(name)
-                members = self.src.file_structs.get(fn.file, {}).get(struct) or \
-                    self.src.structs.get(struct) or {}
-                links = self._links_of(members)
+                struct, links = links_of(name)
                 if not links:
                     continue
                 out[name] = (k, end_of(name, k + 1, links),
