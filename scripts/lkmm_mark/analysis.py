@@ -851,11 +851,14 @@ class Analysis:
         if k is None:
             return True
         mixed = self._mixedcache.get((fn.file, fn.name), {}).get(name)
+        if not mixed and name in self.priv_params.get((fn.file, fn.name), {}):
+            mixed = self._pmixed.get((fn.file, fn.name, name))
         if not mixed:
             return True
+        toks = self.src.toks[fn.file]
         last = None
         for j, fresh in mixed:
-            if j < k:
+            if j < k and _reaches(toks, j, k):
                 last = fresh
         return bool(last)
 
@@ -894,7 +897,11 @@ class Analysis:
         for n, w in self._ptr_locals(fn).items():
             out.setdefault(n, w)
         if out:
-            for n, w in self._private_entries(fn, out).items():
+            # a parameter assigned again is private only at some points
+            # (_fresh_at()): its tree or list entries are not looked at
+            whole = {n: w for n, w in out.items()
+                     if not (n in pp and self._reassigned(fn, n))}
+            for n, w in self._private_entries(fn, whole).items():
                 out.setdefault(n, w)
         return out
 
@@ -1289,6 +1296,7 @@ class Analysis:
         point).  Such a parameter is as private as the caller's object."""
         self._privcache = {}
         self._mixedcache = {}
+        self._pmixed = {}
         self._detcache = {}
         self.priv_params = {}
         # a failed parameter is looked at again only when the private
@@ -1309,7 +1317,7 @@ class Analysis:
                     if not p or p in mine:
                         continue
                     ak = key + (p,)
-                    if self._reassigned(fn, p):
+                    if self._reassigned(fn, p) and self._param_mixed(fn, p) is None:
                         continue
                     b = blocked.get(ak)
                     if b is not None and version[b[0]] == b[1]:
@@ -1334,6 +1342,28 @@ class Analysis:
                         changed = True
             if not changed:
                 break
+
+    def _param_mixed(self, fn, p):
+        """For a parameter fn assigns again: its assignments as (token,
+        fresh), headed by the entry value (fresh when every caller passes
+        a private object), or None when one is not a plain 'p = ...;'."""
+        key = (fn.file, fn.name, p)
+        if key in self._pmixed:
+            return self._pmixed[key]
+        toks = self.src.toks[fn.file]
+        out = [(fn.body_start, True)]
+        for kind, k in self._bare_uses(fn, p):
+            if kind != "assigned":
+                continue
+            if toks[k + 1].text != "=" or toks[k - 1].text not in (";", "{", "}", ")", "else"):
+                out = None
+                break
+            v = toks[k + 2]
+            out.append((_stmt_end(toks, k, fn.body_end), v.text in ("NULL", "ERR_PTR") or (
+                toks[k + 3].text == "(" and (v.text in self.P.allocators or
+                                             v.text in self.constructors))))
+        self._pmixed[key] = out
+        return out
 
     def _reassigned(self, fn, p):
         """Does fn assign to its parameter p (so p may name another object)?"""
@@ -1772,7 +1802,7 @@ class Analysis:
                 if kind != "assigned":
                     continue
                 v = toks[k + 2] if toks[k + 1].text == "=" else None
-                seen.append((k, v is not None and (
+                seen.append((_stmt_end(toks, k, hi), v is not None and (
                     v.text in ("NULL", "ERR_PTR") or (
                         toks[k + 3].text == "(" and (v.text in self.P.allocators or
                                                      v.text in self.constructors)) or
@@ -2901,6 +2931,47 @@ def _null_tested(toks, lo, hi, name):
         if prev == "(" and nxt == ")" and toks[k - 2].text in ("if", "while"):
             return True
     return False
+
+
+def _stmt_end(toks, k, hi):
+    """The ';' that ends the statement toks[k] is in (an assignment takes
+    effect there: 'x = f(x);' passes the old x)."""
+    depth = 0
+    for i in range(k, hi):
+        t = toks[i].text
+        if t in "([{":
+            depth += 1
+        elif t in ")]}":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif t == ";" and depth == 0:
+            return i
+    return hi
+
+
+def _reaches(toks, j, k):
+    """Can the assignment at toks[j] reach toks[k] (j < k)?  Not when j
+    is in the then-block of an if whose else-block holds k: 'if (e) { p =
+    e; } else { ... p->f ... }'."""
+    depth = 0
+    i = j
+    while i > 0:
+        i -= 1
+        t = toks[i].text
+        if t == "}":
+            depth += 1
+        elif t == "{":
+            if depth:
+                depth -= 1
+                continue
+            e = csrc.match_paren(toks, i)
+            if e >= k:
+                return True                 # this block holds k too
+            if e + 2 < len(toks) and toks[e + 1].text == "else" and toks[e + 2].text == "{" \
+                    and toks[e + 2].text == "{" and e + 2 < k < csrc.match_paren(toks, e + 2):
+                return False
+    return True
 
 
 def _holds_any(a, locks):
