@@ -1089,6 +1089,8 @@ class Analysis:
                              "list or tree of struct %s" % (toks[k].text, struct))
         for name, d in self._new_windows(fn).items():
             out.setdefault(name, d)
+        for name, d in self._unpublished_params(fn).items():
+            out.setdefault(name, d)
         for name, d in self._stolen(fn).items():
             out.setdefault(name, d)
         return out
@@ -1137,6 +1139,61 @@ class Analysis:
                             break
                 out.setdefault(name, (start, end, "new: %s is set in %s->%s until %s() (%s)" % (
                     spec["flag"], name, spec["member"], spec["publish"][0], spec["reason"])))
+        return out
+
+    def _unreferenced(self):
+        """Structs no struct of the target points to or embeds: other tasks
+        reach their objects only through their own list or tree links."""
+        c = getattr(self, "_unrefcache", None)
+        if c is not None:
+            return c
+        refs = set()
+        for members in self.src.structs.values():
+            for m in (members or {}).values():
+                t = csrc.struct_name(m.type)
+                if t is not None:
+                    refs.add(t)
+        c = self._unrefcache = {t for t in self.src.structs if t not in refs}
+        return c
+
+    def _unpublished_params(self, fn):
+        """name -> (from, to, why): a parameter of a struct nothing points
+        to, which fn links into a list or tree (rb_link_node(&p->node,
+        ...)): it was on none on entry, so no other task can reach it
+        before that call (tree_mod_log_insert() stores tm->seq first)."""
+        out = {}
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        names = [p for p in self.params(fn) if p]
+        if not names:
+            return out
+        types = self._decl_types(fn)
+        unref = self._unreferenced()
+        for p in names:
+            st = types.get(p)
+            if st not in unref or self._reassigned(fn, p):
+                continue
+            # one link only: with two, the object may be on the other one
+            # (relink_bitmap_entry() moves an entry that stays in the
+            # offset tree)
+            links = self._links_of(self.src.file_structs.get(fn.file, {}).get(st) or
+                                   self.src.structs.get(st) or {})
+            if len(links) != 1:
+                continue
+            for k in range(lo + 1, hi - 5):
+                if toks[k].text in self.P.unlinkers or toks[k].text in self.P.link_removers:
+                    if toks[k + 1].text == "(" and toks[k + 2].text == "&" and \
+                            toks[k + 3].text == p:
+                        break                   # taken off first: it was linked
+                if toks[k].text in self.P.publishers and toks[k + 1].text == "(" and \
+                        self.P.publishers[toks[k].text] == 0 and toks[k + 2].text == "&" and \
+                        toks[k + 3].text == p and toks[k + 4].text in ("->", ".") and \
+                        toks[k + 5].text in links:
+                    if not _in_loop(toks, lo, k):
+                        out[p] = (lo, k, "not yet published: %s() links it into its first "
+                                  "list or tree here, and no struct points to a struct %s"
+                                  % (toks[k].text, st))
+                    break
         return out
 
     def _detachers(self):
@@ -2930,6 +2987,39 @@ def _null_tested(toks, lo, hi, name):
             return True
         if prev == "(" and nxt == ")" and toks[k - 2].text in ("if", "while"):
             return True
+    return False
+
+
+def _in_loop(toks, lo, k):
+    """Is toks[k] inside a for/while/do body of the function starting at
+    lo?"""
+    depth = 0
+    i = k
+    while i > lo:
+        i -= 1
+        t = toks[i].text
+        if t == "}":
+            depth += 1
+        elif t == "{":
+            if depth:
+                depth -= 1
+                continue
+            j = i - 1
+            if toks[j].text == "do":
+                return True
+            if toks[j].text == ")":
+                d = 0
+                while j > lo:
+                    if toks[j].text == ")":
+                        d += 1
+                    elif toks[j].text == "(":
+                        d -= 1
+                        if d == 0:
+                            break
+                    j -= 1
+                if toks[j - 1].text in ("for", "while") or \
+                        toks[j - 1].text.startswith(("list_for_each", "for_each", "rbtree_postorder")):
+                    return True
     return False
 
 
