@@ -856,11 +856,28 @@ class Analysis:
         if not mixed:
             return True
         toks = self.src.toks[fn.file]
-        last = None
-        for j, fresh in mixed:
-            if j < k and _reaches(toks, j, k):
-                last = fresh
-        return bool(last)
+
+        def value_at(k):
+            last, at = None, None
+            for j, fresh in mixed:
+                if j < k and _reaches(toks, j, k):
+                    last, at = fresh, j
+            return last, at
+
+        last, at = value_at(k)
+        if not last:
+            return False
+        # a label between the fresh assignment and k: every goto to it
+        # must bring a fresh value too
+        labels = {toks[i].text for i in range(at + 1, k)
+                  if toks[i].kind == "id" and toks[i + 1].text == ":" and
+                  toks[i - 1].text in (";", "{", "}") and toks[i].text != "default"}
+        if labels:
+            for g in range(fn.body_start, fn.body_end - 1):
+                if toks[g].text == "goto" and toks[g + 1].text in labels and \
+                        not value_at(g)[0]:
+                    return False
+        return True
 
     def _ptr_locals(self, fn):
         """'x = *p;' of a parameter p that points to a caller's private
