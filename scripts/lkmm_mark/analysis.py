@@ -1417,6 +1417,18 @@ class Analysis:
             if not changed:
                 break
 
+    def _fresh_call(self, toks, k):
+        """The allocator or constructor whose call starts at toks[k]
+        ('kzalloc(...)', 'btrfs_new_subvol_inode(...)'), or None."""
+        f = toks[k].text
+        if toks[k + 1].text == "(" and (f in self.P.allocators or f in self.constructors):
+            return f
+        return None
+
+    def _fresh_value(self, toks, k):
+        """Is the value starting at toks[k] no object or a fresh one?"""
+        return toks[k].text in ("NULL", "ERR_PTR") or self._fresh_call(toks, k) is not None
+
     def _param_mixed(self, fn, p):
         """For a parameter fn assigns again: its assignments as (token,
         fresh), headed by the entry value (fresh when every caller passes
@@ -1432,10 +1444,7 @@ class Analysis:
             if toks[k + 1].text != "=" or toks[k - 1].text not in (";", "{", "}", ")", "else"):
                 out = None
                 break
-            v = toks[k + 2]
-            out.append((_stmt_end(toks, k, fn.body_end), v.text in ("NULL", "ERR_PTR") or (
-                toks[k + 3].text == "(" and (v.text in self.P.allocators or
-                                             v.text in self.constructors))))
+            out.append((_stmt_end(toks, k, fn.body_end), self._fresh_value(toks, k + 2)))
         self._pmixed[key] = out
         return out
 
@@ -1644,7 +1653,7 @@ class Analysis:
                 for n in sorted(common or ()):
                     if n not in new:
                         c0 = sites[0]
-                        new[n] = How("held by all %d callers (%s at %s:%d)"
+                        new[n] = How(_BY_CALLERS + " %d callers (%s at %s:%d)"
                                      % (len(sites), c0[0].name, _short(c0[0].file),
                                         self.src.toks[c0[0].file][c0[2]].line),
                                      fn.line)
@@ -1854,8 +1863,7 @@ class Analysis:
             t = toks[k]
             # x = kzalloc(...)
             if t.kind == "id" and k + 3 < hi and toks[k + 1].text == "=" and \
-                    toks[k + 3].text == "(" and (toks[k + 2].text in self.P.allocators or
-                                                 toks[k + 2].text in self.constructors):
+                    self._fresh_call(toks, k + 2):
                 priv.setdefault(t.text, "allocated here by %s()" % toks[k + 2].text
                                 if toks[k + 2].text in self.P.allocators else
                                 "returned by %s(), which allocates it or unlinks it from "
@@ -1877,9 +1885,7 @@ class Analysis:
                     continue
                 v = toks[k + 2] if toks[k + 1].text == "=" else None
                 seen.append((_stmt_end(toks, k, hi), v is not None and (
-                    v.text in ("NULL", "ERR_PTR") or (
-                        toks[k + 3].text == "(" and (v.text in self.P.allocators or
-                                                     v.text in self.constructors)) or
+                    self._fresh_value(toks, k + 2) or
                     # 'split = split2;': another fresh object of this function
                     (v.text in priv and v.text != n and toks[k + 3].text == ";" and
                      priv[v.text] != "stack object"))))
@@ -1908,11 +1914,10 @@ class Analysis:
                         toks[k + 1].text == "." and toks[k + 2].kind == "id" and \
                         toks[k + 3].text == "=" and toks[k - 1].text not in (".", "->", "&"):
                     path = "%s.%s" % (toks[k].text, toks[k + 2].text)
-                    v = toks[k + 4]
-                    if toks[k + 5].text == "(" and (v.text in self.P.allocators or
-                                                    v.text in self.constructors):
-                        fresh.setdefault(path, v.text)
-                    elif not (v.text == "NULL" and toks[k + 5].text == ";"):
+                    call = self._fresh_call(toks, k + 4)
+                    if call:
+                        fresh.setdefault(path, call)
+                    elif not (toks[k + 4].text == "NULL" and toks[k + 5].text == ";"):
                         other.add(path)
             for path, call in fresh.items():
                 if path not in other:
@@ -2526,7 +2531,7 @@ class Analysis:
         if lk and not lk.startswith(name.split(".")[0] + ".") and (
                 not locked_r or
                 (not [r for r in locked_r if r.fn not in wfns] and
-                 all(w.held[lk].what.startswith("held by all")
+                 all(w.held[lk].what.startswith(_BY_CALLERS)
                      for w in writes + stores if lk in w.held))):
             info["coincidental_lock"] = lk
             info["coincidental_why"] = None if not locked_r else (
@@ -2909,6 +2914,9 @@ class Analysis:
         return self
 
 
+# how entry_locks() names a lock every caller holds
+_BY_CALLERS = "held by all"
+
 _LINK_TYPES = {"struct rb_node", "struct list_head", "struct hlist_node", "struct llist_node"}
 
 
@@ -3007,9 +3015,9 @@ def _null_tested(toks, lo, hi, name):
     return False
 
 
-def _in_loop(toks, lo, k):
-    """Is toks[k] inside a for/while/do body of the function starting at
-    lo?"""
+def _open_blocks(toks, lo, k):
+    """The '{' of every block that holds toks[k], innermost first, down
+    to toks[lo]."""
     depth = 0
     i = k
     while i > lo:
@@ -3020,23 +3028,30 @@ def _in_loop(toks, lo, k):
         elif t == "{":
             if depth:
                 depth -= 1
-                continue
-            j = i - 1
-            if toks[j].text == "do":
+            else:
+                yield i
+
+
+def _in_loop(toks, lo, k):
+    """Is toks[k] inside a for/while/do body of the function starting at
+    lo?"""
+    for i in _open_blocks(toks, lo, k):
+        j = i - 1
+        if toks[j].text == "do":
+            return True
+        if toks[j].text == ")":
+            d = 0
+            while j > lo:
+                if toks[j].text == ")":
+                    d += 1
+                elif toks[j].text == "(":
+                    d -= 1
+                    if d == 0:
+                        break
+                j -= 1
+            if toks[j - 1].text in ("for", "while") or \
+                    toks[j - 1].text.startswith(("list_for_each", "for_each", "rbtree_postorder")):
                 return True
-            if toks[j].text == ")":
-                d = 0
-                while j > lo:
-                    if toks[j].text == ")":
-                        d += 1
-                    elif toks[j].text == "(":
-                        d -= 1
-                        if d == 0:
-                            break
-                    j -= 1
-                if toks[j - 1].text in ("for", "while") or \
-                        toks[j - 1].text.startswith(("list_for_each", "for_each", "rbtree_postorder")):
-                    return True
     return False
 
 
@@ -3061,23 +3076,13 @@ def _reaches(toks, j, k):
     """Can the assignment at toks[j] reach toks[k] (j < k)?  Not when j
     is in the then-block of an if whose else-block holds k: 'if (e) { p =
     e; } else { ... p->f ... }'."""
-    depth = 0
-    i = j
-    while i > 0:
-        i -= 1
-        t = toks[i].text
-        if t == "}":
-            depth += 1
-        elif t == "{":
-            if depth:
-                depth -= 1
-                continue
-            e = csrc.match_paren(toks, i)
-            if e >= k:
-                return True                 # this block holds k too
-            if e + 2 < len(toks) and toks[e + 1].text == "else" and toks[e + 2].text == "{" \
-                    and toks[e + 2].text == "{" and e + 2 < k < csrc.match_paren(toks, e + 2):
-                return False
+    for i in _open_blocks(toks, 0, j):
+        e = csrc.match_paren(toks, i)
+        if e >= k:
+            return True                 # this block holds k too
+        if e + 2 < len(toks) and toks[e + 1].text == "else" and toks[e + 2].text == "{" \
+                and k < csrc.match_paren(toks, e + 2):
+            return False
     return True
 
 
