@@ -903,13 +903,18 @@ class Analysis:
         """name -> (what, origin kind 'stack'/'alloc') for the objects private
         to fn: its own (private_bases) and its private parameters."""
         key = (fn.file, fn.name)
+        pp = self.priv_params.get(key, {})
+        # private_params() only adds parameters: their number versions
+        # the result
+        done = self._pofcache.get(key)
+        if done is not None and done[0] == len(pp):
+            return done[1]
         c = self._privcache.get(key)
         if c is None:
             c = {n: (w, "stack" if w == "stack object" else "alloc")
                  for n, w in self.private_bases(fn).items()}
             self._privcache[key] = c
         out = dict(c)
-        pp = self.priv_params.get(key, {})
         out.update({n: w for n, w in pp.items() if w[1] != "ptr"})
         for n, w in self._ptr_locals(fn).items():
             out.setdefault(n, w)
@@ -920,6 +925,7 @@ class Analysis:
                      if not (n in pp and self._reassigned(fn, n))}
             for n, w in self._private_entries(fn, whole).items():
                 out.setdefault(n, w)
+        self._pofcache[key] = (len(pp), out)
         return out
 
     _FIRST = {"rb_first", "rb_last", "rb_first_cached", "rb_first_postorder"}
@@ -1369,6 +1375,7 @@ class Analysis:
         constructor returned, or a private parameter of its own (fixed
         point).  Such a parameter is as private as the caller's object."""
         self._privcache = {}
+        self._pofcache = {}
         self._mixedcache = {}
         self._pmixed = {}
         self._detcache = {}
