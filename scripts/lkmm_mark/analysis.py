@@ -2409,6 +2409,9 @@ class Analysis:
                     break
 
     def infer(self):
+        # data_race() around an expression with the field: the tree's own
+        # note that it is read while it changes (no marking of the access)
+        self.race_exprs = collections.defaultdict(list)
         byfield = collections.defaultdict(list)
         marked = collections.defaultdict(list)
         rcu = {}
@@ -2421,6 +2424,8 @@ class Analysis:
                     rcu.setdefault((a.struct, a.field), a)
                 elif a.macro != "data_race-expr":
                     marked[(a.struct, a.field)].append(a)
+                else:
+                    self.race_exprs[(a.struct, a.field)].append(a)
             elif a.kind == "atomic" and not a.test:
                 marked[(a.struct, a.field)].append(a)
         for a in self.accesses:
@@ -2492,7 +2497,19 @@ class Analysis:
             lk = max(sorted(k for k, v in cnt.items() if v == n), key=lambda k: rcnt[k])
         # LockDoc-style: a lock protects the field when it is held by at
         # least half of its writes; below that it is not the field's lock.
-        if cnt and 2 * n >= len(writes) + len(stores):
+        if cnt and 2 * n == len(writes) + len(stores) and not self._tie_evidence(
+                name, reads, marked):
+            # a tie: as many writes hold the lock as do not.  Either half
+            # may be the exception (stores made while the object is not yet
+            # or no longer shared, which the analysis did not see), so the
+            # lock is the field's lock only when something else shows the
+            # field is accessed locklessly while it changes: a wait
+            # condition, a marked access, a data_race() of the tree, a
+            # handler that runs at any time (the seed commit's
+            # blocking_writers: one store under the tree lock, one in the
+            # unlock path, and wait_event() loads)
+            info["tie"] = [n, len(writes) + len(stores), lk, first[lk].where()]
+        elif cnt and 2 * n >= len(writes) + len(stores):
             info["lock"] = lk
             info["share"] = (n, len(writes) + len(stores))
             info["lock_site"] = first[lk]
@@ -2654,6 +2671,12 @@ class Analysis:
             self.verdict(a, info)
         return info
 
+    def _tie_evidence(self, name, reads, marked):
+        st, fld = name.split(".", 1)
+        return bool(marked or self.race_exprs.get((st, fld)) or self.handler_of(name) or
+                    [r for r in reads if r.fn in self.any_time or
+                     any(c in self.P.wait_macros for c in r.ctx)])
+
     def handler_of(self, name):
         for h in self.P.handlers:
             if name in h.get("fields", []):
@@ -2692,6 +2715,13 @@ class Analysis:
                         name, cl, info["lock_site"].where(),
                         "" if info.get("coincidental_why") is None
                         else " " + info["coincidental_why"])
+            elif info.get("tie"):
+                n, m, tl, w = info["tie"]
+                a.reason = "%s is written under %s at %s by %d of its %d writes and " \
+                    "without it by as many: a tie, so it is not the field's lock, " \
+                    "and nothing else (a wait condition, a marked access, a data_race() " \
+                    "of the tree, a handler that runs at any time) shows the field is " \
+                    "read while it changes" % (name, tl, w, n, m)
             else:
                 a.reason = "no access to %s holds a lock and nothing shows it is shared" % name
             return
