@@ -113,6 +113,8 @@ class Analysis:
         self._idcache = {}
         self._argcache = {}
         self._ppcache = {}
+        self._ctxmemo = {}
+        self.ctx_locked = {}
         self._paramcache = {}
         self._ftypes = {}
         self._stackcache = {}
@@ -1671,6 +1673,82 @@ class Analysis:
                 break
         self.entry = entry
 
+    _CTX_MAX = 16
+
+    def caller_contexts(self, key, _visiting=None):
+        """The locksets fn (key) is entered with, one per calling context:
+        each call site's locks and, transitively, each context of its
+        caller.  entry_locks() keeps what all of them share; a read that
+        holds, in every context, some lock every write holds, races with
+        no write even when no single lock is common to its callers (the
+        commit holds reloc_mutex around one call, the relocation task
+        holds another lock around the others).  None when not known: an
+        entry point, a recursive cycle, or more than _CTX_MAX contexts."""
+        memo = self._ctxmemo
+        if key in memo:
+            return memo[key]
+        fn = self.src.funcs.get(key)
+        if fn is None or fn.name in self.addr_taken or fn.name in self.macro_used:
+            memo[key] = None
+            return None
+        sites = self.sites_of(fn)
+        sites = [x for x in sites if not self._passes_private(x[0], x[2])] or sites
+        if not sites:
+            memo[key] = None
+            return None
+        visiting = _visiting if _visiting is not None else set()
+        if key in visiting:
+            return None
+        visiting.add(key)
+        own = set(self.entry.get(key, {}))
+        clocks = list(self.P.container_locks.values())
+        out = set()
+        for (caller, st, k) in sites:
+            base = set(st.held)
+            ck = (caller.file, caller.name)
+            cc = self.caller_contexts(ck, visiting)
+            if cc is None:
+                cc = [frozenset(self.entry.get(ck, {}))]
+            for c in cc:
+                h = base | {n for n in c if n not in st.killed} | own
+                for cl in clocks:
+                    for lk in cl["locks"]:
+                        for m in (lk, lk + ":r"):
+                            if m in h:
+                                h.add(cl["name"] + m[len(lk):])
+                out.add(frozenset(h))
+            if len(out) > self._CTX_MAX:
+                break
+        visiting.discard(key)
+        res = sorted(out, key=sorted) if len(out) <= self._CTX_MAX else None
+        if _visiting is None or res is not None:
+            memo[key] = res
+        return res
+
+    def _ctx_holds(self, a, locks):
+        """In every calling context of a's function, a holds one of locks
+        (see caller_contexts()): the lockset of each context, each lock."""
+        if a.func is None or a.tok is None or not locks:
+            return None
+        key = (a.file, a.fn)
+        ctxs = self.caller_contexts(key)
+        if not ctxs or len(ctxs) < 2:
+            return None
+        res = self.flows.get(key)
+        st = res.at.get(a.tok) if res else None
+        if st is None:
+            return None
+        local = set(st.held)
+        found = []
+        for c in ctxs:
+            h = local | {n for n in c if n not in st.killed}
+            hit = [lk for lk in locks if (lk[:-2] in h if lk.endswith("!x") else
+                                          (lk in h or lk + ":r" in h))]
+            if not hit:
+                return None
+            found.append(hit[0])
+        return found
+
     @property
     def phase_locks(self):
         return {c["lock"] for c in self.P.param_locks.values()}
@@ -2530,12 +2608,23 @@ class Analysis:
             wa = h if wa is None else wa & h
         info["excl_locks"] = sorted(x + "!x" for x in (wa or ()) if x not in (wl or ()))
 
-        def holds(a):
+        def holds1(a):
             return lk is not None and _holds_any(a, [lk] + info["write_locks"] +
                                                  info["excl_locks"])
 
+        def holds(a):
+            if holds1(a):
+                return True
+            if lk is None or a.kind != "read":
+                return False
+            if id(a) not in self.ctx_locked:
+                self.ctx_locked[id(a)] = self._ctx_holds(
+                    a, info["write_locks"] + info["excl_locks"])
+            return bool(self.ctx_locked[id(a)])
+
         locked_r = [r for r in reads if holds(r)]
-        other_r = [r for r in locked_r if lk not in r.held and lk + ":r" not in r.held]
+        other_r = [r for r in locked_r if lk not in r.held and lk + ":r" not in r.held
+                   and holds1(r)]
         if other_r:
             r = other_r[0]
             xl = [x[:-2] for x in info["excl_locks"] if _holds_any(r, [x])]
@@ -2821,6 +2910,13 @@ class Analysis:
             a.action, a.rule = "none", "owner-read"
             a.reason = "read by the owner of %s (%s)" % (name, owner["reason"])
             return
+        ctxl = self.ctx_locked.get(id(a)) if not holds else None
+        if ctxl:
+            a.action, a.rule = "none", "locked-in-every-caller"
+            a.reason = "%s() is entered holding, in each of its calling contexts, a lock " \
+                "that every write of %s holds (%s): this read races with none" % (
+                    a.fn, name, " or ".join(sorted(set(ctxl))))
+            return
         if holds:
             # mixed within this function: an unlocked read before the lock.
             # The commit's field also had a store without the lock; when
@@ -2931,7 +3027,8 @@ class Analysis:
                     idx[k].append(b)
             self._fur = idx
         for b in idx.get(name, []):
-            if not _holds_any(b, locks) and id(b) not in self.lost_ids:
+            if not _holds_any(b, locks) and id(b) not in self.lost_ids and \
+                    not self.ctx_locked.get(id(b)):
                 return "%s() at %s" % (b.fn, b.where())
         return None
 
