@@ -62,3 +62,6 @@ class CliErrors(unittest.TestCase):
             Path(d, "btrfs", "bad.json").write_text(
                 '{"param_locks": [{"struct": "h", "lock": "h.l", "mode": "shared", "reason": "r"}]}')
             self.check_error(run("report", "--policies", d), "mode must be read or exclusive")
+            Path(d, "btrfs", "bad.json").write_text(
+                '{"contexts": [{"call": "f", "args": [1], "context": "c", "hands_over": "s"}]}')
+            self.check_error(run("report", "--policies", d), "hands_over must be")

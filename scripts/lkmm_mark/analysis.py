@@ -2384,6 +2384,9 @@ class Analysis:
         roots = {}
         any_time = set()
         with_callees = set()
+        # handler -> the object its context hands it ('hands_over': a bio's
+        # completion gets the bio, which its submitter no longer touches)
+        handover = {}
         ops = self.P.ops_contexts
         calls = {c["call"] for c in self.P.contexts}
         for f, toks in self.src.toks.items():
@@ -2419,6 +2422,8 @@ class Analysis:
                                     self.src.by_name:
                                 roots.setdefault(toks[a].text, "%s handler (%s at %s:%d)" % (
                                     c["context"], c["call"], _short(f), t.line))
+                                if c.get("hands_over"):
+                                    handover.setdefault(toks[a].text, c["hands_over"])
                                 if c.get("any_time"):
                                     any_time.add(toks[a].text)
                                     if c.get("callees"):
@@ -2438,6 +2443,8 @@ class Analysis:
                     for (_, callee, _) in res.calls:
                         if callee in self.src.by_name and callee not in ctx:
                             ctx[callee] = "called from %s" % roots.get(fn, ctx[fn])
+                            if fn in handover:
+                                handover[callee] = handover[fn]
                             nxt.append(callee)
             frontier = nxt
         # handlers that run at any time, relative to everything else (a
@@ -2454,6 +2461,7 @@ class Analysis:
                     if callee in self.src.by_name and callee not in self.P.lockfns:
                         any_time.add(callee)
         self.any_time = any_time
+        self.handover = handover
         return ctx
 
     # ------------------------------------------------------------ inference
@@ -2673,13 +2681,20 @@ class Analysis:
         info["owner_reads"] = sum(1 for r in reads if id(r) in self.owner_read)
         # evidence of concurrency without a lock
         wait_reads = [r for r in reads if any(c in self.P.wait_macros for c in r.ctx)]
-        ctx_w = [w for w in writes if w.fn in ctxfns]
+        # a handler's stores to the object its context hands it (the bio a
+        # completion receives) race with nothing its submitter did
+        handed = [w for w in writes if w.fn in ctxfns and
+                  self.handover.get(w.fn, {}).get("struct") == w.struct]
+        if handed:
+            info["handed_over"] = "%s() at %s: %s" % (
+                handed[0].fn, handed[0].where(), self.handover[handed[0].fn]["reason"])
+        ctx_w = [w for w in writes if w.fn in ctxfns and w not in handed]
         atomics = [m for m in marked if m.kind == "atomic" and
                    not m.macro.startswith(("test_bit", "wait_on_bit"))]
         m_loads = [m for m in marked if m.kind != "atomic" and m.macro not in STORE_MACROS]
         writes_all = writes + [m for m in marked if m.macro in STORE_MACROS]
         ctx_r = [r for r in reads + m_loads if r.fn in self.any_time]
-        ctx_w_all = [w for w in writes_all if w.fn in ctxfns]
+        ctx_w_all = [w for w in writes_all if w.fn in ctxfns and w not in handed]
         handler = self.handler_of(name)
         info["handler"] = handler
         if handler:
@@ -2811,6 +2826,10 @@ class Analysis:
                     "and nothing else (a wait condition, a marked access, a data_race() " \
                     "of the tree, a handler that runs at any time) shows the field is " \
                     "read while it changes" % (name, tl, w, n, m)
+            elif info.get("handed_over"):
+                a.reason = "no access to %s holds a lock, and its only handler stores " \
+                    "are to the object the handler's context hands it (%s): nothing " \
+                    "shows it is shared" % (name, info["handed_over"])
             else:
                 a.reason = "no access to %s holds a lock and nothing shows it is shared" % name
             return

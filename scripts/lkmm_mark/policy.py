@@ -147,6 +147,11 @@ def load(pdir=None, subsystem="btrfs"):
                 if not isinstance(c.get(b, False), bool):
                     raise UserError("%s: malformed policy file: context %s: %s must be "
                                     "true or false" % (f, c["call"], b))
+            h = c.get("hands_over")
+            if h is not None and not (isinstance(h, dict) and isinstance(h.get("struct"), str)
+                                      and isinstance(h.get("reason"), str)):
+                raise UserError("%s: malformed policy file: context %s: hands_over must be "
+                                "an object with \"struct\" and \"reason\"" % (f, c["call"]))
             P.contexts.append(c)
         for c in d.get("ops_contexts", []):
             _need(f, c, ("member", "context"), "ops_contexts")
