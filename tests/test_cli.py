@@ -65,3 +65,6 @@ class CliErrors(unittest.TestCase):
             Path(d, "btrfs", "bad.json").write_text(
                 '{"contexts": [{"call": "f", "args": [1], "context": "c", "hands_over": "s"}]}')
             self.check_error(run("report", "--policies", d), "hands_over must be")
+            Path(d, "btrfs", "bad.json").write_text(
+                '{"ops_entry_locks": [{"member": "unlink", "lock": "inode.i_rwsem"}]}')
+            self.check_error(run("report", "--policies", d), "without 'mode'")

@@ -1599,10 +1599,29 @@ class Analysis:
                         "(e.g. %s() at %s); '%s' here is %s, so this is the owner's "
                         "read" % (st, fld, w.fn, w.where(), root, what))
 
+    def _ops_members(self, members):
+        """fn name -> [(member, file, line)] for the '.member = fn' entries
+        of ops tables (struct initialisers) whose member is in members."""
+        out = collections.defaultdict(list)
+        if not members:
+            return out
+        for f, toks in self.src.toks.items():
+            n = len(toks)
+            for i, t in enumerate(toks):
+                if t.kind == "id" and t.text in members and 0 < i < n - 3 and \
+                        toks[i - 1].text == "." and toks[i + 1].text == "=" and \
+                        toks[i + 2].kind == "id" and toks[i + 3].text in (",", "}") and \
+                        toks[i + 2].text in self.src.by_name:
+                    out[toks[i + 2].text].append((t.text, f, t.line))
+        return out
+
     def entry_locks(self):
         """Locks held at entry: annotations, and held by every caller (fixed point)."""
         addr_taken = self.addr_taken
         annot = {}
+        # a method of an ops table the caller calls with a lock held
+        # (policies 'ops_entry_locks': the VFS holds i_rwsem around ->unlink)
+        ops_entry = self._ops_members(self.P.ops_entry_locks)
         for key, fn in self.src.funcs.items():
             held = {}
             for (nm, toks) in fn.annots:
@@ -1629,6 +1648,11 @@ class Analysis:
             if self.P.param_locks:
                 for name, how in self._param_held(fn).items():
                     held.setdefault(name, how)
+            for member, f, line in ops_entry.get(fn.name, ()):
+                spec = self.P.ops_entry_locks[member]
+                held.setdefault(spec["lock"] + (":r" if spec["mode"] == "read" else ""), How(
+                    "held by the caller of ->%s (.%s = %s at %s:%d; %s)" % (
+                        member, member, fn.name, _short(f), line, spec["reason"]), fn.line))
             annot[key] = held
         entry = {k: dict(v) for k, v in annot.items()}
         clocks = list(self.P.container_locks.values())
@@ -2580,7 +2604,12 @@ class Analysis:
             for r in reads:
                 for h in r.held:
                     rcnt[h[:-2] if h.endswith(":r") else h] += 1
-            lk = max(sorted(k for k, v in cnt.items() if v == n), key=lambda k: rcnt[k])
+            # (a lock of the field's own struct first: a lock every caller
+            # of an ops method holds, the VFS inode lock, is no field's lock
+            # because one write holds it as well as the field's own)
+            own = name.split(".")[0] + "."
+            lk = max(sorted(k for k, v in cnt.items() if v == n),
+                     key=lambda k: (k.startswith(own), rcnt[k]))
         # LockDoc-style: a lock protects the field when it is held by at
         # least half of its writes; below that it is not the field's lock.
         if cnt and 2 * n == len(writes) + len(stores) and not self._tie_evidence(

@@ -22,7 +22,7 @@ SCHEMA = {
     "publish_functions": list, "unlink_functions": list, "sync_callers": list,
     "link_removal_functions": list, "link_test_functions": list, "ops_contexts": list,
     "container_accessors": list, "param_locks": list, "container_locks": list,
-    "assertion_calls": list, "new_object_flags": list,
+    "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
 }
 
 
@@ -41,6 +41,7 @@ class Policies:
         self.handlers = []
         self.contexts = []
         self.ops_contexts = {}     # ops-table member -> context ('.getattr = fn')
+        self.ops_entry_locks = {}  # ops-table member -> lock the caller holds around it
         self.container_accessors = {}  # BTRFS_I -> btrfs_inode: the struct embedding the argument
         self.param_locks = {}      # struct type -> spec: a parameter of that type holds a lock
         self.container_locks = {}  # struct -> spec: entries protected by their container's lock
@@ -153,6 +154,12 @@ def load(pdir=None, subsystem="btrfs"):
                 raise UserError("%s: malformed policy file: context %s: hands_over must be "
                                 "an object with \"struct\" and \"reason\"" % (f, c["call"]))
             P.contexts.append(c)
+        for c in d.get("ops_entry_locks", []):
+            _need(f, c, ("member", "lock", "mode", "reason"), "ops_entry_locks")
+            if c["mode"] not in ("read", "exclusive"):
+                raise UserError("%s: malformed policy file: ops entry lock %s: mode must be "
+                                "read or exclusive" % (f, c["member"]))
+            P.ops_entry_locks[c["member"]] = c
         for c in d.get("ops_contexts", []):
             _need(f, c, ("member", "context"), "ops_contexts")
             for b in ("any_time", "callees"):
