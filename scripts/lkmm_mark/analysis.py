@@ -1773,6 +1773,50 @@ class Analysis:
             found.append(hit[0])
         return found
 
+    def _locksets(self, a):
+        """The locksets of access a, one per calling context of its
+        function (its own locks at a with each context's), or just the
+        locks it holds when the contexts are not known."""
+        key = (a.file, a.fn)
+        ctxs = self.caller_contexts(key) if a.func is not None else None
+        res = self.flows.get(key)
+        st = res.at.get(a.tok) if res and a.tok is not None else None
+        if not ctxs or st is None:
+            return [set(a.held)]
+        local = set(st.held)
+        return [local | {n for n in c if n not in st.killed} for c in ctxs]
+
+    def _pair_excluded(self, r, writes):
+        """Every calling context of read r shares a lock with every
+        calling context of every write (exclusive on at least one side:
+        two readers of an rwsem do not exclude each other): the locks,
+        one per pair, or None.  The commit of a transaction calls
+        cache_save_setup() once from the one task that starts the dirty
+        block groups (under cache_write_mutex, holding a handle) and
+        again inside the critical section, which excludes every handle."""
+        if not writes or len(writes) > 16:
+            return None
+        rs = self._locksets(r)
+        used = set()
+        for w in writes:
+            for y in self._locksets(w):
+                for x in rs:
+                    hit = None
+                    for n in sorted(x):
+                        if n.startswith("?") or n == "irqs-off":
+                            continue
+                        if n.endswith(":r"):
+                            if n[:-2] in y:
+                                hit = n[:-2]
+                                break
+                        elif n in y or n + ":r" in y:
+                            hit = n
+                            break
+                    if hit is None:
+                        return None
+                    used.add(hit)
+        return sorted(used)
+
     @property
     def phase_locks(self):
         return {c["lock"] for c in self.P.param_locks.values()}
@@ -2656,10 +2700,12 @@ class Analysis:
                 return False
             if id(a) not in self.ctx_locked:
                 self.ctx_locked[id(a)] = self._ctx_holds(
-                    a, info["write_locks"] + info["excl_locks"])
+                    a, info["write_locks"] + info["excl_locks"]) or \
+                    self._pair_excluded(a, writes)
             return bool(self.ctx_locked[id(a)])
 
         locked_r = [r for r in reads if holds(r)]
+        info["ctx_reads"] = sum(1 for r in locked_r if not holds1(r))
         other_r = [r for r in locked_r if lk not in r.held and lk + ":r" not in r.held
                    and holds1(r)]
         if other_r:
@@ -2824,12 +2870,25 @@ class Analysis:
             a.action, a.rule = "none", "owner-read"
             a.reason = self.owner_read[id(a)]
             return
+        ctxl = self.ctx_locked.get(id(a)) if a.kind == "read" else None
+        if cls == "always-locked" and ctxl and not _holds_any(
+                a, [lk] + info.get("write_locks", []) + info.get("excl_locks", [])):
+            a.action, a.rule = "none", "locked-in-every-caller"
+            a.reason = "every write of %s holds %s, and %s() is entered holding, in each of " \
+                "its calling contexts, a lock that excludes every write in each of theirs " \
+                "(%s): this read races with none" % (name, lk, a.fn,
+                                                     " or ".join(sorted(set(ctxl))))
+            return
         if cls in ("read-only", "write-only", "always-locked", "no-lock-evidence"):
             a.action = "none"
             a.rule = cls
             if cls == "always-locked" and info.get("owner_reads"):
                 a.reason = "every access to %s holds %s, except the loads of the task " \
                     "that owns the object, which is the only one that stores it" % (name, lk)
+            elif cls == "always-locked" and info.get("ctx_reads"):
+                a.reason = "every write of %s holds %s; every read holds it or, in each " \
+                    "of its calling contexts, a lock that excludes the writes " \
+                    "(locked-in-every-caller)" % (name, lk)
             elif cls == "always-locked" and info.get("other_read"):
                 a.reason = "every write of %s holds %s, and every read holds a lock " \
                     "that excludes the writes (e.g. %s)" % (name, lk, info["other_read"])
@@ -2962,8 +3021,8 @@ class Analysis:
         if ctxl:
             a.action, a.rule = "none", "locked-in-every-caller"
             a.reason = "%s() is entered holding, in each of its calling contexts, a lock " \
-                "that every write of %s holds (%s): this read races with none" % (
-                    a.fn, name, " or ".join(sorted(set(ctxl))))
+                "that excludes every write of %s in each of theirs (%s): this read " \
+                "races with none" % (a.fn, name, " or ".join(sorted(set(ctxl))))
             return
         if holds:
             # mixed within this function: an unlocked read before the lock.
