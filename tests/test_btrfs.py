@@ -90,6 +90,25 @@ class BtrfsTests(unittest.TestCase):
             for s in got:
                 self.assertEqual(s["action"], "none", s)
 
+    def test_reviewed_false_positives_stay_fixed(self):
+        """False positives of the hand reviews that a general rule fixed
+        (tests/hand-review.md): they must stay unflagged."""
+        sites = plan_of(self.tree)["sites"]
+        fixed = [
+            ("relocation.c", 945, "btrfs_fs_info.reloc_ctl", "locked-in-every-caller"),
+            ("block-group.c", 2975, "btrfs_block_group.cache_generation",
+             "locked-in-every-caller"),
+            ("scrub.c", 2274, "scrub_bio.logical", "no-lock-evidence"),       # lock tie
+            ("raid56.c", 1890, "btrfs_raid_bio.failb", "no-lock-evidence"),   # lock tie
+            ("file-item.c", 425, "btrfs_bio.csum", "no-lock-evidence"),       # handed over
+            ("tree-log.c", 7170, "btrfs_inode.last_unlink_trans", "locked-read"),  # VFS lock
+        ]
+        for f, line, field, rule in fixed:
+            got = [(s["action"], s["rule"]) for s in sites if s["file"] == "fs/btrfs/" + f and
+                   s["line"] == line and "%s.%s" % (s["struct"], s["field"]) == field]
+            self.assertTrue(got, (f, line, field))
+            self.assertIn(("none", rule), got, (f, line, field))
+
     # Accesses of the data races KCSAN reported on the pristine kernel
     # (qemu-test/results/kcsan-*.txt, README "KCSAN races on pristine"):
     # each must stay flagged, with the macro the race calls for.
