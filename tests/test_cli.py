@@ -68,3 +68,7 @@ class CliErrors(unittest.TestCase):
             Path(d, "btrfs", "bad.json").write_text(
                 '{"ops_entry_locks": [{"member": "unlink", "lock": "inode.i_rwsem"}]}')
             self.check_error(run("report", "--policies", d), "without 'mode'")
+            Path(d, "btrfs", "bad.json").write_text(
+                '{"param_locks": [{"struct": "h", "lock": "h.l", "mode": "read", "reason": "r", '
+                '"weak_sources": "f"}]}')
+            self.check_error(run("report", "--policies", d), "weak_sources must be")

@@ -1865,6 +1865,17 @@ class Analysis:
                     if _null_tested(toks, fn.body_start, fn.body_end, p):
                         maybe.add((key, p))
                         tested.add((key, p))
+        weak_src = set()
+        for spec in self.P.param_locks.values():
+            weak_src |= set(spec.get("weak_sources", ()))
+        weak_locals = {}
+        if weak_src:
+            for key, fn in self.src.funcs.items():
+                toks = self.src.toks[fn.file]
+                for k in range(fn.body_start, fn.body_end - 3):
+                    if toks[k].kind == "id" and toks[k + 1].text == "=" and \
+                            toks[k + 2].text in weak_src and toks[k + 3].text == "(":
+                        weak_locals.setdefault(key, set()).add(toks[k].text)
         changed = True
         while changed:
             changed = False
@@ -1880,7 +1891,8 @@ class Analysis:
                         a, b = args[n]
                         x = self.src.toks[caller.file][a].text if b - a == 1 else None
                         ck = ((caller.file, caller.name), x)
-                        if x in ("NULL", "0") or (ck in maybe and ck not in tested):
+                        if x in ("NULL", "0") or (ck in maybe and ck not in tested) or \
+                                x in weak_locals.get((caller.file, caller.name), ()):
                             maybe.add((key, p))
                             changed = True
                             break

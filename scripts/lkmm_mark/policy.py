@@ -169,6 +169,10 @@ def load(pdir=None, subsystem="btrfs"):
             P.ops_contexts[c["member"]] = c
         for c in d.get("param_locks", []):
             _need(f, c, ("struct", "lock", "mode", "reason"), "param_locks")
+            ws = c.get("weak_sources", [])
+            if not isinstance(ws, list) or not all(isinstance(x, str) for x in ws):
+                raise UserError("%s: malformed policy file: param lock %s: weak_sources must "
+                                "be a list of function names" % (f, c["struct"]))
             if c["mode"] not in ("read", "exclusive"):
                 raise UserError("%s: malformed policy file: param_locks %s: mode must be "
                                 "read or exclusive" % (f, c["struct"]))
