@@ -1703,11 +1703,13 @@ class Analysis:
         """The locksets fn (key) is entered with, one per calling context:
         each call site's locks and, transitively, each context of its
         caller.  entry_locks() keeps what all of them share; a read that
-        holds, in every context, some lock every write holds, races with
-        no write even when no single lock is common to its callers (the
-        commit holds reloc_mutex around one call, the relocation task
-        holds another lock around the others).  None when not known: an
-        entry point, a recursive cycle, or more than _CTX_MAX contexts."""
+        holds, in every context, some lock every write holds (_ctx_holds()),
+        or that shares a lock with every context of every write
+        (_pair_excluded()), races with no write even when no single lock is
+        common to its callers (the commit holds reloc_mutex around one call,
+        the relocation task holds another lock around the others).  None
+        when not known: an entry point, a recursive cycle, or more than
+        _CTX_MAX contexts."""
         memo = self._ctxmemo
         if key in memo:
             return memo[key]
@@ -1793,7 +1795,9 @@ class Analysis:
         one per pair, or None.  The commit of a transaction calls
         cache_save_setup() once from the one task that starts the dirty
         block groups (under cache_write_mutex, holding a handle) and
-        again inside the critical section, which excludes every handle."""
+        again inside the critical section, which excludes every handle.
+        Fields with more than 16 writes are not tried (the pairs grow as
+        the product of the contexts)."""
         if not writes or len(writes) > 16:
             return None
         rs = self._locksets(r)
@@ -2666,8 +2670,9 @@ class Analysis:
             own = name.split(".")[0] + "."
             lk = max(sorted(k for k, v in cnt.items() if v == n),
                      key=lambda k: (k.startswith(own), rcnt[k]))
-        # LockDoc-style: a lock protects the field when it is held by at
-        # least half of its writes; below that it is not the field's lock.
+        # LockDoc-style: a lock protects the field when it is held by more
+        # than half of its writes, or by exactly half with other evidence
+        # (below); with fewer it is not the field's lock.
         if cnt and 2 * n == len(writes) + len(stores) and not self._tie_evidence(
                 name, reads, marked):
             # a tie: as many writes hold the lock as do not.  Either half
