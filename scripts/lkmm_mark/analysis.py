@@ -1599,20 +1599,28 @@ class Analysis:
                         "(e.g. %s() at %s); '%s' here is %s, so this is the owner's "
                         "read" % (st, fld, w.fn, w.where(), root, what))
 
+    def _ops_member_at(self, toks, i, members):
+        """The function toks[i] registers when it is '.member = fn' of an ops
+        table initialiser with member in members, else None."""
+        t = toks[i]
+        if t.kind == "id" and t.text in members and 0 < i < len(toks) - 3 and \
+                toks[i - 1].text == "." and toks[i + 1].text == "=" and \
+                toks[i + 2].kind == "id" and toks[i + 3].text in (",", "}") and \
+                toks[i + 2].text in self.src.by_name:
+            return toks[i + 2].text
+        return None
+
     def _ops_members(self, members):
         """fn name -> [(member, file, line)] for the '.member = fn' entries
-        of ops tables (struct initialisers) whose member is in members."""
+        of ops tables whose member is in members."""
         out = collections.defaultdict(list)
         if not members:
             return out
         for f, toks in self.src.toks.items():
-            n = len(toks)
             for i, t in enumerate(toks):
-                if t.kind == "id" and t.text in members and 0 < i < n - 3 and \
-                        toks[i - 1].text == "." and toks[i + 1].text == "=" and \
-                        toks[i + 2].kind == "id" and toks[i + 3].text in (",", "}") and \
-                        toks[i + 2].text in self.src.by_name:
-                    out[toks[i + 2].text].append((t.text, f, t.line))
+                fn = self._ops_member_at(toks, i, members)
+                if fn is not None:
+                    out[fn].append((t.text, f, t.line))
         return out
 
     def entry_locks(self):
@@ -1703,12 +1711,11 @@ class Analysis:
         """The locksets fn (key) is entered with, one per calling context:
         each call site's locks and, transitively, each context of its
         caller.  entry_locks() keeps what all of them share; a read that
-        holds, in every context, some lock every write holds (_ctx_holds()),
-        or that shares a lock with every context of every write
-        (_pair_excluded()), races with no write even when no single lock is
-        common to its callers (the commit holds reloc_mutex around one call,
-        the relocation task holds another lock around the others).  None
-        when not known: an entry point, a recursive cycle, or more than
+        shares a lock with every context of every write (_ctx_excluded())
+        races with no write even when no single lock is common to its
+        callers (the commit holds reloc_mutex around one call, the
+        relocation task holds another lock around the others).  None when
+        not known: an entry point, a recursive cycle, or more than
         _CTX_MAX contexts."""
         memo = self._ctxmemo
         if key in memo:
@@ -1751,30 +1758,6 @@ class Analysis:
             memo[key] = res
         return res
 
-    def _ctx_holds(self, a, locks):
-        """In every calling context of a's function, a holds one of locks
-        (see caller_contexts()): the lockset of each context, each lock."""
-        if a.func is None or a.tok is None or not locks:
-            return None
-        key = (a.file, a.fn)
-        ctxs = self.caller_contexts(key)
-        if not ctxs or len(ctxs) < 2:
-            return None
-        res = self.flows.get(key)
-        st = res.at.get(a.tok) if res else None
-        if st is None:
-            return None
-        local = set(st.held)
-        found = []
-        for c in ctxs:
-            h = local | {n for n in c if n not in st.killed}
-            hit = [lk for lk in locks if (lk[:-2] in h if lk.endswith("!x") else
-                                          (lk in h or lk + ":r" in h))]
-            if not hit:
-                return None
-            found.append(hit[0])
-        return found
-
     def _locksets(self, a):
         """The locksets of access a, one per calling context of its
         function (its own locks at a with each context's), or just the
@@ -1788,19 +1771,30 @@ class Analysis:
         local = set(st.held)
         return [local | {n for n in c if n not in st.killed} for c in ctxs]
 
-    def _pair_excluded(self, r, writes):
-        """Every calling context of read r shares a lock with every
-        calling context of every write (exclusive on at least one side:
-        two readers of an rwsem do not exclude each other): the locks,
-        one per pair, or None.  The commit of a transaction calls
+    def _ctx_excluded(self, r, writes, common):
+        """Every calling context of read r shares a lock with every calling
+        context of every write, exclusive on at least one side (two readers
+        of an rwsem do not exclude each other): the locks, or None.  First
+        the cheap case, a lock of common (one every write holds: 'L', or
+        'L!x' for one every write holds at least shared) in every context of
+        r; then the pairs, for fields of at most 16 writes (they grow as the
+        product of the contexts).  The commit of a transaction calls
         cache_save_setup() once from the one task that starts the dirty
-        block groups (under cache_write_mutex, holding a handle) and
-        again inside the critical section, which excludes every handle.
-        Fields with more than 16 writes are not tried (the pairs grow as
-        the product of the contexts)."""
+        block groups (under cache_write_mutex, holding a handle) and again
+        inside the critical section, which excludes every handle."""
+        rs = self._locksets(r)
+        found = []
+        for x in rs:
+            hit = [lk for lk in common if (lk[:-2] in x if lk.endswith("!x") else
+                                           (lk in x or lk + ":r" in x))]
+            if not hit:
+                break
+            found.append(hit[0][:-2] if hit[0].endswith("!x") else hit[0])
+        else:
+            if len(rs) > 1:
+                return sorted(set(found))
         if not writes or len(writes) > 16:
             return None
-        rs = self._locksets(r)
         used = set()
         for w in writes:
             for y in self._locksets(w):
@@ -2478,13 +2472,11 @@ class Analysis:
             for i, t in enumerate(toks):
                 if t.kind != "id":
                     continue
-                if t.text in ops and 0 < i < n - 3 and toks[i - 1].text == "." and \
-                        toks[i + 1].text == "=" and toks[i + 2].kind == "id" and \
-                        toks[i + 3].text in (",", "}") and toks[i + 2].text in self.src.by_name:
+                fn = self._ops_member_at(toks, i, ops)
+                if fn is not None:
                     # '.member = fn' in an ops table the kernel calls through
                     # (ops_contexts: '.getattr = btrfs_getattr')
                     c = ops[t.text]
-                    fn = toks[i + 2].text
                     roots.setdefault(fn, "%s (.%s at %s:%d)" % (c["context"], t.text,
                                                                  _short(f), t.line))
                     if c.get("any_time"):
@@ -2716,9 +2708,8 @@ class Analysis:
             if lk is None or a.kind != "read":
                 return False
             if id(a) not in self.ctx_locked:
-                self.ctx_locked[id(a)] = self._ctx_holds(
-                    a, info["write_locks"] + info["excl_locks"]) or \
-                    self._pair_excluded(a, writes)
+                self.ctx_locked[id(a)] = self._ctx_excluded(
+                    a, writes, info["write_locks"] + info["excl_locks"])
             return bool(self.ctx_locked[id(a)])
 
         locked_r = [r for r in reads if holds(r)]
