@@ -115,6 +115,7 @@ class Analysis:
         self._ppcache = {}
         self._ctxmemo = {}
         self.ctx_locked = {}
+        self._wxmemo = {}
         self._paramcache = {}
         self._ftypes = {}
         self._stackcache = {}
@@ -1863,6 +1864,10 @@ class Analysis:
                     if _null_tested(toks, fn.body_start, fn.body_end, p):
                         maybe.add((key, p))
                         tested.add((key, p))
+                    elif fn.name in self.macro_used:
+                        # called from a macro body: the handles its callers
+                        # pass are not seen (a weak one among them)
+                        maybe.add((key, p))
         weak_src = set()
         for spec in self.P.param_locks.values():
             weak_src |= set(spec.get("weak_sources", ()))
@@ -2761,6 +2766,12 @@ class Analysis:
             reads = [r for r in reads if id(r) not in lost_ids]
             info["lost_updates"] = ["%s() at %s" % (w.fn, w.where()) for w in lost]
         unlocked_r = [r for r in reads if not holds(r) and id(r) not in self.owner_read]
+        # what a locked write can race with: the reads without the lock
+        # (plain or already marked) and the writes without it
+        info["racers"] = [r for r in unlocked_r if not r.test] + [
+            m for m in marked if m.macro not in STORE_MACROS and m.kind != "atomic" and
+            not m.test and lk and lk not in m.held and lk + ":r" not in m.held] + [
+            w for w in writes if lk and lk not in w.held and not w.test]
         info["owner_reads"] = sum(1 for r in reads if id(r) in self.owner_read)
         # evidence of concurrency without a lock
         wait_reads = [r for r in reads if any(c in self.P.wait_macros for c in r.ctx)]
@@ -2856,7 +2867,36 @@ class Analysis:
                                      len(locked_w) + len(lost))
                 continue
             self.verdict(a, info)
+            if a.action != "none" and not a.test and info["class"] not in (
+                    "handler", "owner", "atomic-bitops") and a.rule in (
+                    "unlocked-read", "unlocked-write", "diagnostic-read"):
+                self._unraced(a, name, writes_all if a.kind == "read" else
+                              writes_all + reads + m_loads)
+        del info["racers"]
         return info
+
+    def _unraced(self, a, name, others):
+        """A read or write of a field without one lock of its own: it
+        needs no mark when every conflicting access (each write, or for a
+        write each access) shares a lock with it in every pair of their
+        calling contexts, exclusive on one side."""
+        locks = set()
+        n = 0
+        for b in others:
+            if b is a or b.test or id(b) in self.lost_ids:
+                continue
+            x = self._write_excluded(b, a)
+            if x is None:
+                return
+            locks |= set(x)
+            n += 1
+        if not n:
+            return
+        a.action, a.rule = "none", "unraced-in-every-context"
+        a.reason = "%s: every %s of it (%d) shares a lock with this %s in every pair " \
+            "of their calling contexts (%s), exclusive on one side: it races with none" % (
+                name, "write" if a.kind == "read" else "other access", n,
+                "read" if a.kind == "read" else "write", " or ".join(sorted(locks)))
 
     def _tie_evidence(self, name, reads, marked):
         st, fld = name.split(".", 1)
@@ -2974,6 +3014,17 @@ class Analysis:
         is_owner = owner is not None and a.fn in owner["functions"]
         if a.kind in ("write", "rmw"):
             a.action = "WRITE_ONCE"
+            if holds_x and info["racers"] and not [
+                    b for b in info["racers"] if self._write_excluded(b, a) is None]:
+                a.action, a.rule = "none", "locked-write-unraced"
+                b = info["racers"][0]
+                xl = sorted({x for b in info["racers"] for x in self._write_excluded(b, a)})
+                a.reason = "%s is %s without %s elsewhere (e.g. %s() at %s), but in " \
+                    "every calling context each of them shares a lock with this write " \
+                    "(%s), exclusive on one side: nothing races with this locked write" % (
+                        name, "written" if b.kind in ("write", "rmw") else "read", lk,
+                        b.fn, b.where(), " or ".join(xl))
+                return
             if holds_x:
                 a.rule = "locked-write"
                 other = self._first_unlocked_read(name, locks)
@@ -3086,6 +3137,17 @@ class Analysis:
             a.reason = "%s is %s; read without it here" % (name, ev)
         else:
             a.reason = "%s: %s; read without a lock here" % (name, ev)
+
+    def _write_excluded(self, b, w):
+        """The locks that keep access b (a read or write without the
+        field's lock) from running beside write w in every pair of their
+        calling contexts, or None (_ctx_excluded() for one write)."""
+        memo = self._wxmemo
+        k = (id(b), id(w))
+        if k not in memo:
+            memo[k] = None if b.func is None or w.func is None else \
+                self._ctx_excluded(b, [w], [])
+        return memo[k]
 
     def _is_diag_read(self, a):
         return any(self.P.is_diag(c) for c in a.ctx)
