@@ -102,6 +102,8 @@ class BtrfsTests(unittest.TestCase):
             ("raid56.c", 1890, "btrfs_raid_bio.failb", "no-lock-evidence"),   # lock tie
             ("file-item.c", 425, "btrfs_bio.csum", "no-lock-evidence"),       # handed over
             ("tree-log.c", 7170, "btrfs_inode.last_unlink_trans", "locked-read"),  # VFS lock
+            ("qgroup.c", 1386, "btrfs_qgroup.excl", "locked-write-unraced"),
+            ("disk-io.c", 4383, "btrfs_device.commit_bytes_used", "locked-in-every-caller"),
         ]
         for f, line, field, rule in fixed:
             got = [(s["action"], s["rule"]) for s in sites if s["file"] == "fs/btrfs/" + f and

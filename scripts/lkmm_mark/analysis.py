@@ -2736,14 +2736,17 @@ class Analysis:
         # holds it only because its callers took it (a coarse mutex around
         # a long operation: relocation's cleaner_mutex, the tree lock of
         # the block being COWed).
+        # (A read kept from the writes by another lock, or by its calling
+        # contexts, does not take this one.)
         wfns = {w.fn for w in writes}
+        taking_r = [r for r in locked_r if lk and _holds_any(r, [lk])]
         if lk and not lk.startswith(name.split(".")[0] + ".") and (
-                not locked_r or
-                (not [r for r in locked_r if r.fn not in wfns] and
+                not taking_r or
+                (not [r for r in taking_r if r.fn not in wfns] and
                  all(w.held[lk].what.startswith(_BY_CALLERS)
                      for w in writes + stores if lk in w.held))):
             info["coincidental_lock"] = lk
-            info["coincidental_why"] = None if not locked_r else (
+            info["coincidental_why"] = None if not taking_r else (
                 "outside the functions that write it, and every write holds it "
                 "only because its callers took it (a lock around a long operation)")
             info["lock"] = lk = None

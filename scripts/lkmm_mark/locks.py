@@ -369,8 +369,11 @@ class LockFlow:
                     c = self._match(k + 1)
                     # record the argument tokens with the state before the call
                     self._record_range(k + 1, c, st)
-                    name = self._lock_name(spec, k + 2, c)
-                    st = self._apply(spec, name, st, tk.line, k)
+                    for sp in [spec] + spec.get("variants", []):
+                        name = self._lock_name(sp, k + 2, c)
+                        if name is not None:
+                            st = self._apply(sp, name, st, tk.line, k)
+                            break
                     k = c + 1
                     continue
             k += 1
