@@ -338,7 +338,34 @@ class Analysis:
         return text
 
     # --------------------------------------------------------------- flow
+    def annotated_lockfns(self):
+        """The declared lock wrappers (policies 'lock_functions') and the
+        functions sparse annotations show to be ones: __acquires(x) alone
+        returns with x held (btrfs_lock_cluster() and the refill lock of
+        the cluster), __releases(x) alone returns with it released; both
+        (a function that drops the lock and takes it again) change
+        nothing for the caller."""
+        out = dict(self.P.lockfns)
+        for key, fn in self.src.funcs.items():
+            if fn.name in out:
+                continue
+            kinds = {}
+            for (nm, toks) in fn.annots:
+                if nm in ("__acquires", "__releases"):
+                    kinds.setdefault(nm, []).append(toks)
+            if len(kinds) != 1:
+                continue
+            nm, toks = next(iter(kinds.items()))
+            name = self._annot_lock(fn, toks[0])
+            if not name or name.startswith("?"):
+                continue
+            out[fn.name] = {"name": fn.name, "lock": name, "mode": "exclusive",
+                            "op": "acquire" if nm == "__acquires" else "release",
+                            "reason": "%s(%s) annotation of %s()" % (nm, name, fn.name)}
+        return out
+
     def run_flow(self):
+        self.lockfns = self.annotated_lockfns()
         by_func = collections.defaultdict(list)
         for a in self.accesses:
             if a.func is not None and a.tok is not None:
@@ -366,7 +393,7 @@ class Analysis:
         def resolve(x, y):
             return self.lock_name_of(f, toks, x, y)
 
-        return LockFlow(toks, fn.body_start, fn.body_end + 1, self.P.lockfns, resolve,
+        return LockFlow(toks, fn.body_start, fn.body_end + 1, self.lockfns, resolve,
                         want).run(entry)
 
     def cond_params(self):
@@ -721,7 +748,7 @@ class Analysis:
                 continue
             # the innermost enclosing call and whether `name` is a whole argument
             c = self._call_arg(toks, k, lo)
-            if c is None or c[0] in KEYWORDS or c[0] in self.P.lockfns:
+            if c is None or c[0] in KEYWORDS or c[0] in self.lockfns:
                 continue
             if c[2]:
                 yield ("arg", c[:2])
@@ -774,7 +801,7 @@ class Analysis:
 
     def _arg_escapes(self, caller, callee, n):
         keep = self.P.non_retaining
-        if callee in keep or callee in self.P.lockfns:
+        if callee in keep or callee in self.lockfns:
             return False
         targets = self._callee(caller, callee)
         if not targets or callee in self.addr_taken:
@@ -1640,7 +1667,7 @@ class Analysis:
                         held[name] = How(nm + "() annotation", fn.line)
             # a declared unlock wrapper (policies 'lock_functions', op
             # release) is entered with the lock it releases held
-            spec = self.P.lockfns.get(fn.name)
+            spec = self.lockfns.get(fn.name)
             if spec is not None and spec.get("op") == "release" and not spec.get("when_arg"):
                 held[spec["lock"] + (":r" if spec.get("mode") == "read" else "")] = How(
                     "%s() is a declared unlock wrapper of %s, entered with it held"
@@ -2539,7 +2566,7 @@ class Analysis:
             for f2 in self.src.by_name.get(fn, []):
                 res = self.flows.get((f2.file, f2.name))
                 for (_, callee, st) in (res.calls if res else ()):
-                    if callee in self.src.by_name and callee not in self.P.lockfns:
+                    if callee in self.src.by_name and callee not in self.lockfns:
                         any_time.add(callee)
         self.any_time = any_time
         self.handover = handover
