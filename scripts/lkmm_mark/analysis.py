@@ -2906,16 +2906,17 @@ class Analysis:
         return info
 
     def _unraced(self, a, name, others):
-        """A read or write of a field without one lock of its own: it
-        needs no mark when every conflicting access (each write, or for a
-        write each access) shares a lock with it in every pair of their
-        calling contexts, exclusive on one side."""
+        """Access a, made without the field's lock (or to a field with no
+        lock of its own), needs no mark when every conflicting access in
+        others (each write, for a read; every other access, for a write)
+        shares a lock with it in every pair of their calling contexts,
+        exclusive on one side (rule unraced-in-every-context)."""
         locks = set()
         n = 0
         for b in others:
             if b is a or b.test or id(b) in self.lost_ids:
                 continue
-            x = self._write_excluded(b, a)
+            x = self._pair_excluded(b, a)
             if x is None:
                 return
             locks |= set(x)
@@ -3045,10 +3046,10 @@ class Analysis:
         if a.kind in ("write", "rmw"):
             a.action = "WRITE_ONCE"
             if holds_x and info["racers"] and not [
-                    b for b in info["racers"] if self._write_excluded(b, a) is None]:
+                    b for b in info["racers"] if self._pair_excluded(b, a) is None]:
                 a.action, a.rule = "none", "locked-write-unraced"
                 b = info["racers"][0]
-                xl = sorted({x for b in info["racers"] for x in self._write_excluded(b, a)})
+                xl = sorted({x for b in info["racers"] for x in self._pair_excluded(b, a)})
                 a.reason = "%s is %s without %s elsewhere (e.g. %s() at %s), but in " \
                     "every calling context each of them shares a lock with this write " \
                     "(%s), exclusive on one side: nothing races with this locked write" % (
@@ -3168,15 +3169,15 @@ class Analysis:
         else:
             a.reason = "%s: %s; read without a lock here" % (name, ev)
 
-    def _write_excluded(self, b, w):
-        """The locks that keep access b (a read or write without the
-        field's lock) from running beside write w in every pair of their
-        calling contexts, or None (_ctx_excluded() for one write)."""
+    def _pair_excluded(self, b, a):
+        """The locks that keep accesses b and a from running side by side,
+        one shared in every pair of their calling contexts (exclusive on
+        one side), or None: _ctx_excluded() for one access."""
         memo = self._wxmemo
-        k = (id(b), id(w))
+        k = (id(b), id(a))
         if k not in memo:
-            memo[k] = None if b.func is None or w.func is None else \
-                self._ctx_excluded(b, [w], [])
+            memo[k] = None if b.func is None or a.func is None else \
+                self._ctx_excluded(b, [a], [])
         return memo[k]
 
     def _is_diag_read(self, a):
