@@ -50,25 +50,23 @@ class CliErrors(unittest.TestCase):
             for f in ("policies.json", "kernel.json"):
                 Path(d, f).write_text((REPO / "policies" / f).read_text())
             Path(d, "btrfs").mkdir()
-            Path(d, "btrfs", "bad.json").write_text('{"owners": [ {"field": 1 ]}')
-            self.check_error(run("report", "--policies", d), "malformed policy file")
-            Path(d, "btrfs", "bad.json").write_text('{"owners": [{"field": "a.b"}]}')
-            self.check_error(run("report", "--policies", d), "without 'functions'")
-            Path(d, "btrfs", "bad.json").write_text('{"lock_wrappers": []}')
-            self.check_error(run("report", "--policies", d), "unknown key")
-            Path(d, "btrfs", "bad.json").write_text(
-                '{"lock_functions": [{"name": "f", "op": "acquire", "when_arg": [1]}]}')
-            self.check_error(run("report", "--policies", d), "when_arg must be")
-            Path(d, "btrfs", "bad.json").write_text(
-                '{"param_locks": [{"struct": "h", "lock": "h.l", "mode": "shared", "reason": "r"}]}')
-            self.check_error(run("report", "--policies", d), "mode must be read or exclusive")
-            Path(d, "btrfs", "bad.json").write_text(
-                '{"contexts": [{"call": "f", "args": [1], "context": "c", "hands_over": "s"}]}')
-            self.check_error(run("report", "--policies", d), "hands_over must be")
-            Path(d, "btrfs", "bad.json").write_text(
-                '{"ops_entry_locks": [{"member": "unlink", "lock": "inode.i_rwsem"}]}')
-            self.check_error(run("report", "--policies", d), "without 'mode'")
-            Path(d, "btrfs", "bad.json").write_text(
-                '{"param_locks": [{"struct": "h", "lock": "h.l", "mode": "read", "reason": "r", '
-                '"weak_sources": "f"}]}')
-            self.check_error(run("report", "--policies", d), "weak_sources must be")
+            for text, msg in [
+                ('{"owners": [ {"field": 1 ]}', "malformed policy file"),
+                ('{"owners": [{"field": "a.b"}]}', "without 'functions'"),
+                ('{"lock_wrappers": []}', "unknown key"),
+                ('{"lock_functions": [{"name": "f", "op": "acquire", "when_arg": [1]}]}',
+                 "when_arg must be"),
+                ('{"param_locks": [{"struct": "h", "lock": "h.l", "mode": "shared", '
+                 '"reason": "r"}]}', "mode must be read or exclusive"),
+                ('{"contexts": [{"call": "f", "args": [1], "context": "c", '
+                 '"hands_over": "s"}]}', "hands_over must be"),
+                ('{"ops_entry_locks": [{"member": "unlink", "lock": "inode.i_rwsem"}]}',
+                 "without 'mode'"),
+                ('{"param_locks": [{"struct": "h", "lock": "h.l", "mode": "read", '
+                 '"reason": "r", "weak_sources": "f"}]}', "weak_sources must be"),
+                ('{"lock_functions": [{"name": "spin_lock", "op": "release"}]}',
+                 "listed twice"),
+            ]:
+                with self.subTest(msg=msg):
+                    Path(d, "btrfs", "bad.json").write_text(text)
+                    self.check_error(run("report", "--policies", d), msg)

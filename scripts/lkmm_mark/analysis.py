@@ -2905,12 +2905,11 @@ class Analysis:
         del info["racers"]
         return info
 
-    def _unraced(self, a, name, others):
-        """Access a, made without the field's lock (or to a field with no
-        lock of its own), needs no mark when every conflicting access in
-        others (each write, for a read; every other access, for a write)
-        shares a lock with it in every pair of their calling contexts,
-        exclusive on one side (rule unraced-in-every-context)."""
+    def _kept_apart(self, a, others):
+        """The locks that keep access a from every access of others (the
+        tests aside and a itself), one shared in every pair of their
+        calling contexts, exclusive on one side; None when some access of
+        others can run beside a, or others holds none."""
         locks = set()
         n = 0
         for b in others:
@@ -2918,16 +2917,24 @@ class Analysis:
                 continue
             x = self._pair_excluded(b, a)
             if x is None:
-                return
+                return None
             locks |= set(x)
             n += 1
-        if not n:
+        return sorted(locks) if n else None
+
+    def _unraced(self, a, name, others):
+        """Access a, made without the field's lock (or to a field with no
+        lock of its own), needs no mark when every conflicting access in
+        others (each write, for a read; every other access, for a write)
+        is kept apart from it (rule unraced-in-every-context)."""
+        locks = self._kept_apart(a, others)
+        if locks is None:
             return
         a.action, a.rule = "none", "unraced-in-every-context"
-        a.reason = "%s: every %s of it (%d) shares a lock with this %s in every pair " \
+        a.reason = "%s: every %s of it shares a lock with this %s in every pair " \
             "of their calling contexts (%s), exclusive on one side: it races with none" % (
-                name, "write" if a.kind == "read" else "other access", n,
-                "read" if a.kind == "read" else "write", " or ".join(sorted(locks)))
+                name, "write" if a.kind == "read" else "other access",
+                "read" if a.kind == "read" else "write", " or ".join(locks))
 
     def _tie_evidence(self, name, reads, marked):
         st, fld = name.split(".", 1)
@@ -3045,11 +3052,10 @@ class Analysis:
         is_owner = owner is not None and a.fn in owner["functions"]
         if a.kind in ("write", "rmw"):
             a.action = "WRITE_ONCE"
-            if holds_x and info["racers"] and not [
-                    b for b in info["racers"] if self._pair_excluded(b, a) is None]:
+            xl = self._kept_apart(a, info["racers"]) if holds_x else None
+            if xl is not None:
                 a.action, a.rule = "none", "locked-write-unraced"
                 b = info["racers"][0]
-                xl = sorted({x for b in info["racers"] for x in self._pair_excluded(b, a)})
                 a.reason = "%s is %s without %s elsewhere (e.g. %s() at %s), but in " \
                     "every calling context each of them shares a lock with this write " \
                     "(%s), exclusive on one side: nothing races with this locked write" % (

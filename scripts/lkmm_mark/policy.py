@@ -122,13 +122,17 @@ def load(pdir=None, subsystem="btrfs"):
                 raise UserError("%s: malformed policy file: lock function %s: when_arg must be "
                                 "[argument number, token]" % (f, spec["name"]))
             prev = P.lockfns.get(spec["name"])
-            if prev is not None and prev.get("when_arg") and w is not None:
+            if prev is None:
+                P.lockfns[spec["name"]] = spec
+            elif prev.get("when_arg") and w is not None:
                 # one entry per lockdep map of a wrapper that takes several
                 # (btrfs_trans_state_lockdep_release(fs_info, STATE)):
                 # the call's argument picks the entry
                 prev.setdefault("variants", []).append(spec)
             else:
-                P.lockfns[spec["name"]] = spec
+                raise UserError("%s: malformed policy file: lock function %s listed twice "
+                                "(only entries with when_arg may share a name)"
+                                % (f, spec["name"]))
         P.diag_calls.update(d.get("diagnostic_calls", []))
         P.diag_prefixes += d.get("diagnostic_prefixes", [])
         P.assertions.update(d.get("assertion_calls", []))
