@@ -99,6 +99,17 @@ class TokenKinds(unittest.TestCase):
         self.assertEqual(kinds.kinds_of(toks, k), ({"marked"}, "READ_ONCE"))
 
 
+    def test_tokenize_hash_in_line(self):
+        """A '#' inside a line (stringify in a macro body) is one operator;
+        the tokens after it, and the line numbers of the lines below a
+        continued line, are kept."""
+        toks = csrc.tokenize("S(x) #x + a->b ## c \\\n  d\n#if X\ne->f;\n")
+        self.assertEqual([t.text for t in toks],
+                         ["S", "(", "x", ")", "#", "x", "+", "a", "->", "b",
+                          "#", "#", "c", "\\", "d", "e", "->", "f", ";"])
+        self.assertEqual((toks[-4].text, toks[-4].line, toks[-4].col), ("e", 4, 0))
+
+
 class AgainstSmPL(unittest.TestCase):
     def test_fixtures(self):
         """Every fixture (copied side by side into one small tree)."""

@@ -45,7 +45,11 @@ def tokenize(src):
     line = 1
     lstart = 0
     at_line_start = True
-    for m in _TOKEN.finditer(src):
+    pos = 0
+    n = len(src)
+    while pos < n:
+        m = _TOKEN.match(src, pos)
+        pos = m.end()
         kind = m.lastgroup
         text = m.group()
         if kind == "nl":
@@ -57,12 +61,14 @@ def tokenize(src):
             continue
         if kind in ("lc", "bc", "pp"):
             if kind == "pp" and not at_line_start:
-                # '#' inside a line (stringify in a macro body): keep as op
+                # '#' inside a line (stringify in a macro body): an
+                # operator, and the tokens after it are read as usual
                 toks.append(Tok("op", "#", line, m.start() - lstart))
+                pos = m.start() + 1
                 continue
-            n = text.count("\n")
-            if n:
-                line += n
+            k = text.count("\n")
+            if k:
+                line += k
                 lstart = m.start() + text.rfind("\n") + 1
             continue
         at_line_start = False
