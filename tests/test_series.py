@@ -100,6 +100,12 @@ class RewriteFixtures(unittest.TestCase):
     def test_rewrite_forms(self):
         self.check("rewrite_forms")
 
+    def test_rewrite_align(self):
+        """Continuation lines keep their alignment (value, '?', a moved
+        parenthesis, WRITE_ONCE()'s own); a line aligned with nothing
+        upstream stays."""
+        self.check("rewrite_align")
+
     def test_seed_style(self):
         self.check("seed_eb_locking")
 

@@ -16,6 +16,7 @@ a chained or comma assignment, an already marked access) is skipped with a
 reason; skipped sites are listed in the cover letter and stay in the report.
 """
 import bisect
+import difflib
 import re
 
 from . import csrc
@@ -470,8 +471,13 @@ def _chunks(E, items):
     """Line-aligned [lo, hi) ranges of the text that no edit crosses."""
     S = E.S
     cross = set()
+    span = {}
     for it in items:
-        lo, hi = it[2], it[5]
+        # a site's edits as one range: a store's 'WRITE_ONCE(' and its ')'
+        # may be lines apart, and the lines between continue the call
+        lo, hi = span.get(it[0], (it[2], it[5]))
+        span[it[0]] = (min(lo, it[2]), max(hi, it[5]))
+    for lo, hi in span.values():
         ln = bisect.bisect_right(S.starts, lo)
         while ln < len(S.starts) and S.starts[ln] < hi:
             cross.add(ln)
@@ -526,12 +532,132 @@ def _tabify(line):
     return "\t" * (n // 8) + " " * (n % 8) + line[len(ind):]
 
 
+def _paren_cols(lines):
+    """For each line, the display column just after the innermost '(' still
+    open at its start (None when none is), skipping strings, character
+    constants and comments."""
+    res = []
+    stack = []
+    in_comment = False
+    for l in lines:
+        res.append(stack[-1] if stack else None)
+        i, n = 0, len(l)
+        while i < n:
+            if in_comment:
+                j = l.find("*/", i)
+                if j < 0:
+                    break
+                in_comment = False
+                i = j + 2
+                continue
+            ch = l[i]
+            if l.startswith("/*", i):
+                in_comment = True
+                i += 2
+                continue
+            if l.startswith("//", i):
+                break
+            if ch in "\"'":
+                j = i + 1
+                while j < n and l[j] != ch:
+                    j += 2 if l[j] == "\\" else 1
+                i = j + 1
+                continue
+            if ch == "(":
+                stack.append(width(l[:i + 1]))
+            elif ch == ")" and stack:
+                stack.pop()
+            i += 1
+    return res
+
+
+_COMMENT_LINE = re.compile(r"\s*/\*.*\*/\s*$")
+
+
+def _line_toks(l):
+    """(display column, text) of the tokens of one line."""
+    return [(width(l[:t.col]), t.text) for t in tokenize(l)]
+
+
+_ANCHOR_AFTER = ("=", "+=", "-=", "*=", "/=", "%=", "|=", "&=", "^=", "<<=", ">>=", "return")
+
+
+def _moved_col(o_line, n_line, col):
+    """The column in n_line of the token that starts at display column col
+    of o_line (the same line before the rewrite), or None."""
+    ot, nt = _line_toks(o_line), _line_toks(n_line)
+    k = next((i for i, t in enumerate(ot) if t[0] == col), None)
+    # an anchor a line is aligned with on purpose: the value after an
+    # assignment or 'return', or a '?' (the ':' below it); not a token that
+    # merely happens to start at that column
+    if k is None or not (ot[k][1] in ("?", ":") or k and ot[k - 1][1] in _ANCHOR_AFTER):
+        return None
+    m = difflib.SequenceMatcher(None, [t[1] for t in ot], [t[1] for t in nt], autojunk=False)
+    for x, y, size in m.get_matching_blocks():
+        if x <= k < x + size:
+            return nt[y + k - x][0]
+    return None
+
+
+def _realign(orig, new, limit):
+    """Continuation lines of a rewritten statement, kept aligned as they
+    were (kernel style; checkpatch's PARENTHESIS_ALIGNMENT): a line aligned
+    with the parenthesis it continues follows the parenthesis, a line
+    aligned with a token of the line above (the stored value after '= ',
+    a '?') follows that token, and a line that continues a parenthesis the
+    rewrite opened (the value of a store now inside WRITE_ONCE()) is
+    aligned with it.  A line that was aligned with nothing stays as it
+    was, and so does one that would pass the column limit."""
+    oc = _paren_cols(orig)
+    nc = _paren_cols(new)
+    # the lines that start inside an unfinished statement
+    cont = []
+    last = None
+    for l in orig:
+        cont.append(last is not None and last not in (";", "{", "}"))
+        tl = tokenize(l)
+        if tl:
+            last = tl[-1].text
+    out = list(new)
+    back = {}                   # orig line -> index of its line in out
+    j = 0
+    for i, l in enumerate(new):
+        if j >= len(orig):
+            break
+        if l != orig[j] and _COMMENT_LINE.match(l) and not _COMMENT_LINE.match(orig[j]):
+            continue            # a comment line the rewrite inserted
+        o = j
+        j += 1
+        back[o] = i
+        if not l.strip() or not cont[o] or l == orig[o] and nc[i] == oc[o] and \
+                all(out[back[q]] == orig[q] for q in range(o) if q in back):
+            continue            # nothing before it moved
+        ind0 = width(re.match(r"[ \t]*", orig[o]).group())
+        if oc[o] is not None and ind0 == oc[o]:
+            target = nc[i]      # aligned with its parenthesis
+        else:
+            target = None
+            q = o - 1
+            if q in back and orig[q].strip():
+                target = _moved_col(orig[q], out[back[q]], ind0)
+            if target is None:
+                if oc[o] is not None or nc[i] is None:
+                    continue    # aligned with nothing upstream
+                target = nc[i]  # continues the parenthesis the rewrite opened
+        if target is None:
+            continue
+        fixed = "\t" * (target // 8) + " " * (target % 8) + l.lstrip()
+        if fixed != l and width(fixed) <= limit:
+            out[i] = fixed
+    return out
+
+
 def _render_chunk(E, keys, lo, hi):
     orig = E.S.text[lo:hi]
     new = E.render(keys, lo, hi)
     limit = 80 if max(width(l) for l in orig.split("\n")) <= 80 else 100
     out = []
-    for l in new.split("\n"):
+    for l in _realign(orig.split("\n"), new.split("\n"), limit):
         if l not in orig:
             l = _tabify(l)
         if width(l) > limit and l not in orig:
