@@ -1144,6 +1144,8 @@ class Analysis:
             out.setdefault(name, d)
         for name, d in self._unpublished_params(fn).items():
             out.setdefault(name, d)
+        for name, d in self._unpublished_stack(fn).items():
+            out.setdefault(name, d)
         for name, d in self._stolen(fn).items():
             out.setdefault(name, d)
         return out
@@ -1247,6 +1249,44 @@ class Analysis:
                                   "list or tree here, and no struct points to a struct %s"
                                   % (toks[k].text, st))
                     break
+        return out
+
+    def _unpublished_stack(self, fn):
+        """name -> (from, to, why): a struct on fn's stack before the first
+        statement that lets another task reach it (a member linked into a
+        shared list or tree, the address handed to code that keeps it):
+        until then it is as private as a stack object whose address never
+        escapes ('ticket.error = 0' before list_add_tail(&ticket.list, ...)
+        in __reserve_bytes()).  Not when that statement is in a loop, a
+        goto after it jumps back before it, or the object is an array."""
+        out = {}
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        stack = self._stack_structs(fn)
+        if not stack:
+            return out
+        first = {}
+        for k in range(lo + 1, hi - 2):
+            name = toks[k + 1].text
+            if name not in stack or name in first or toks[k + 1].kind != "id" or \
+                    toks[k].text in (".", "->"):
+                continue
+            nx = toks[k + 2].text
+            if toks[k].text != "&":
+                if nx == "[" and toks[k].text not in ("struct", "union") and \
+                        toks[k - 1].text not in ("struct", "union"):
+                    first[name] = None          # an array: its name is its address
+                continue
+            if nx in ("[", "->") or (nx == "." and self._published(toks, k, lo)) or \
+                    (nx != "." and self._addr_escapes(fn, k)):
+                first[name] = k
+        for name, k in first.items():
+            if k is None or _in_loop(toks, lo, k) or _goto_back(toks, lo, k, hi):
+                continue
+            c = self._call_of(toks, k, lo)
+            out[name] = (lo, k, "a stack object not yet published: %s at line %d is the "
+                         "first statement that lets another task reach it"
+                         % ("%s()" % c if c else "'&%s'" % name, toks[k].line))
         return out
 
     def _detachers(self):
@@ -2476,7 +2516,9 @@ class Analysis:
                    if d[0] < a.tok < d[1]}
             root = self._private_root(a, det) if det else None
             if root is not None:
-                return "'%s' is detached: %s" % (root, det[root][0])
+                why = det[root][0]
+                return "'%s' is %s" % (root, why) if "not yet published" in why else \
+                    "'%s' is detached: %s" % (root, why)
         return None
 
     def _bitop(self, a):
@@ -3401,6 +3443,15 @@ def _in_loop(toks, lo, k):
                     toks[j - 1].text.startswith(("list_for_each", "for_each", "rbtree_postorder")):
                 return True
     return False
+
+
+def _goto_back(toks, lo, k, hi):
+    """Does a goto after toks[k] jump to a label before it?"""
+    labels = {toks[i].text for i in range(lo + 1, k)
+              if toks[i].kind == "id" and toks[i + 1].text == ":" and
+              toks[i - 1].text in (";", "{", "}") and toks[i].text != "default"}
+    return any(toks[i].text == "goto" and toks[i + 1].text in labels
+               for i in range(k, hi - 1))
 
 
 def _stmt_end(toks, k, hi):
