@@ -1253,8 +1253,9 @@ class Analysis:
 
     def _unpublished_stack(self, fn):
         """name -> (from, to, why): a struct on fn's stack before the first
-        statement that lets another task reach it (a member linked into a
-        shared list or tree, the address handed to code that keeps it):
+        statement that may let another task reach it (a member linked into
+        a shared list or tree, its address or a member's handed to code
+        that may keep it):
         until then it is as private as a stack object whose address never
         escapes ('ticket.error = 0' before list_add_tail(&ticket.list, ...)
         in __reserve_bytes()).  Not when that statement is in a loop, a
@@ -1277,17 +1278,33 @@ class Analysis:
                         toks[k - 1].text not in ("struct", "union"):
                     first[name] = None          # an array: its name is its address
                 continue
-            if nx in ("[", "->") or (nx == "." and self._published(toks, k, lo)) or \
-                    (nx != "." and self._addr_escapes(fn, k)):
+            if nx in ("[", "->") or (nx != "." and self._addr_escapes(fn, k)) or \
+                    (nx == "." and self._member_addr_escapes(fn, k)):
                 first[name] = k
         for name, k in first.items():
             if k is None or _in_loop(toks, lo, k) or _goto_back(toks, lo, k, hi):
                 continue
             c = self._call_of(toks, k, lo)
             out[name] = (lo, k, "a stack object not yet published: %s at line %d is the "
-                         "first statement that lets another task reach it"
+                         "first statement that may let another task reach it"
                          % ("%s()" % c if c else "'&%s'" % name, toks[k].line))
         return out
+
+    def _member_addr_escapes(self, fn, k):
+        """&x.m (or &x.m.n) at toks[k]: linked into a shared list or tree,
+        or handed to a call that may keep it, or used any other way than as
+        a whole call argument (stored, returned)."""
+        toks = self.src.toks[fn.file]
+        lo = fn.body_start
+        if self._published(toks, k, lo):
+            return True
+        e = k + 2
+        while toks[e].text == "." and toks[e + 1].kind == "id":
+            e += 2
+        c = self._call_arg(toks, k, lo)
+        if c is None or toks[e].text not in (",", ")") or toks[k - 1].text not in (",", "("):
+            return True
+        return c[0] in KEYWORDS or self._arg_escapes(fn, c[0], c[1])
 
     def _detachers(self):
         """(file, function) -> indices of the parameters the function
