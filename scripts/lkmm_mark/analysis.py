@@ -1255,11 +1255,11 @@ class Analysis:
         """name -> (from, to, why): a struct on fn's stack before the first
         statement that may let another task reach it (a member linked into
         a shared list or tree, its address or a member's handed to code
-        that may keep it):
-        until then it is as private as a stack object whose address never
-        escapes ('ticket.error = 0' before list_add_tail(&ticket.list, ...)
-        in __reserve_bytes()).  Not when that statement is in a loop, a
-        goto after it jumps back before it, or the object is an array."""
+        that may keep it).  Until then it is as private as a stack object
+        whose address never escapes ('ticket.error = 0' before
+        list_add_tail(&ticket.list, ...) in __reserve_bytes()).  Not when
+        that statement is in a loop, a goto after it jumps back before it,
+        or the object is an array."""
         out = {}
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
