@@ -1148,6 +1148,17 @@ class Analysis:
             out.setdefault(name, d)
         for name, d in self._stolen(fn).items():
             out.setdefault(name, d)
+        # a window is a range of tokens: it ends at a label that a goto
+        # from outside it jumps to (a path that did not unlink the object
+        # joins there: 'goto out' before the rb_erase())
+        for name, (a, b, why) in list(out.items()):
+            for i in range(a + 1, b):
+                if toks[i].kind == "id" and toks[i + 1].text == ":" and \
+                        toks[i - 1].text in (";", "{", "}") and toks[i].text != "default" and \
+                        any(toks[g].text == "goto" and toks[g + 1].text == toks[i].text
+                            for g in list(range(lo, a)) + list(range(b, hi - 1))):
+                    out[name] = (a, i, why)
+                    break
         return out
 
     def _new_windows(self, fn):
