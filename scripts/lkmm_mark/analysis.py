@@ -1150,13 +1150,13 @@ class Analysis:
             out.setdefault(name, d)
         # a window is a range of tokens: it ends at a label that a goto
         # from outside it jumps to (a path that did not unlink the object
-        # joins there: 'goto out' before the rb_erase())
+        # joins there: 'goto out' before the rb_erase(); a path that
+        # published it jumps back: 'goto again' after the list_add())
+        gotos = [(g, toks[g + 1].text) for g in range(lo, hi - 1) if toks[g].text == "goto"]
         for name, (a, b, why) in list(out.items()):
             for i in range(a + 1, b):
-                if toks[i].kind == "id" and toks[i + 1].text == ":" and \
-                        toks[i - 1].text in (";", "{", "}") and toks[i].text != "default" and \
-                        any(toks[g].text == "goto" and toks[g + 1].text == toks[i].text
-                            for g in list(range(lo, a)) + list(range(b, hi - 1))):
+                if _is_label(toks, i) and any(
+                        lbl == toks[i].text and not a <= g < b for g, lbl in gotos):
                     out[name] = (a, i, why)
                     break
         return out
@@ -1269,8 +1269,8 @@ class Analysis:
         that may keep it).  Until then it is as private as a stack object
         whose address never escapes ('ticket.error = 0' before
         list_add_tail(&ticket.list, ...) in __reserve_bytes()).  Not when
-        that statement is in a loop, a goto after it jumps back before it,
-        or the object is an array."""
+        that statement is in a loop or the object is an array; a goto
+        jumping back ends the window at its label (_detached())."""
         out = {}
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
@@ -1293,7 +1293,7 @@ class Analysis:
                     (nx == "." and self._member_addr_escapes(fn, k)):
                 first[name] = k
         for name, k in first.items():
-            if k is None or _in_loop(toks, lo, k) or _goto_back(toks, lo, k, hi):
+            if k is None or _in_loop(toks, lo, k):
                 continue
             c = self._call_of(toks, k, lo)
             out[name] = (lo, k, "a stack object not yet published: %s at line %d is the "
@@ -3473,13 +3473,10 @@ def _in_loop(toks, lo, k):
     return False
 
 
-def _goto_back(toks, lo, k, hi):
-    """Does a goto after toks[k] jump to a label before it?"""
-    labels = {toks[i].text for i in range(lo + 1, k)
-              if toks[i].kind == "id" and toks[i + 1].text == ":" and
-              toks[i - 1].text in (";", "{", "}") and toks[i].text != "default"}
-    return any(toks[i].text == "goto" and toks[i + 1].text in labels
-               for i in range(k, hi - 1))
+def _is_label(toks, i):
+    """Is toks[i] a goto label ('out:' at the start of a statement)?"""
+    return toks[i].kind == "id" and toks[i + 1].text == ":" and \
+        toks[i - 1].text in (";", "{", "}") and toks[i].text != "default"
 
 
 def _stmt_end(toks, k, hi):
