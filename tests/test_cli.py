@@ -66,6 +66,12 @@ class CliErrors(unittest.TestCase):
                  '"reason": "r", "weak_sources": "f"}]}', "weak_sources must be"),
                 ('{"lock_functions": [{"name": "spin_lock", "op": "release"}]}',
                  "listed twice"),
+                ('{"lock_functions": [{"name": "f", "op": "acquire", "mode": "group"}]}',
+                 "a group mode needs a group name"),
+                ('{"lock_functions": [{"name": "f", "op": "acquire", "mode": "shared"}]}',
+                 "mode must be exclusive, read or group"),
+                ('{"lock_functions": [{"name": "f", "op": "acquire", '
+                 '"when_field": [0, 1]}]}', "when_field must be"),
             ]:
                 with self.subTest(msg=msg):
                     Path(d, "btrfs", "bad.json").write_text(text)

@@ -11,7 +11,8 @@ import os
 import re
 
 from . import csrc, kinds as kinds_mod
-from .locks import LockFlow, State, How, call_context, KEYWORDS
+from .locks import LockFlow, State, How, call_context, KEYWORDS, group_lock, mode_name, \
+    groups_exclude
 
 
 def _short(path):
@@ -1736,8 +1737,9 @@ class Analysis:
             # a declared unlock wrapper (policies 'lock_functions', op
             # release) is entered with the lock it releases held
             spec = self.lockfns.get(fn.name)
-            if spec is not None and spec.get("op") == "release" and not spec.get("when_arg"):
-                held[spec["lock"] + (":r" if spec.get("mode") == "read" else "")] = How(
+            if spec is not None and spec.get("op") == "release" and spec.get("lock") and \
+                    not spec.get("when_arg") and not spec.get("when_field"):
+                held[mode_name(group_lock(spec["lock"], spec), spec)] = How(
                     "%s() is a declared unlock wrapper of %s, entered with it held"
                     % (fn.name, spec["lock"]), fn.line)
             # an assertion with no acquisition before it: held on entry
@@ -1899,6 +1901,9 @@ class Analysis:
                     for n in sorted(x):
                         if n.startswith("?") or n == "irqs-off":
                             continue
+                        hit = groups_exclude(n, y)
+                        if hit:
+                            break
                         if n.endswith(":r"):
                             if n[:-2] in y:
                                 hit = n[:-2]
@@ -3002,9 +3007,9 @@ class Analysis:
             return
         a.action, a.rule = "none", "unraced-in-every-context"
         a.reason = "%s: every %s of it shares a lock with this %s in every pair " \
-            "of their calling contexts (%s), exclusive on one side: it races with none" % (
+            "of their calling contexts (%s), %s: it races with none" % (
                 name, "write" if a.kind == "read" else "other access",
-                "read" if a.kind == "read" else "write", " or ".join(locks))
+                "read" if a.kind == "read" else "write", " or ".join(locks), _excl_words(locks))
 
     def _tie_evidence(self, name, reads, marked):
         st, fld = name.split(".", 1)
@@ -3128,9 +3133,9 @@ class Analysis:
                 b = info["racers"][0]
                 a.reason = "%s is %s without %s elsewhere (e.g. %s() at %s), but in " \
                     "every calling context each of them shares a lock with this write " \
-                    "(%s), exclusive on one side: nothing races with this locked write" % (
+                    "(%s), %s: nothing races with this locked write" % (
                         name, "written" if b.kind in ("write", "rmw") else "read", lk,
-                        b.fn, b.where(), " or ".join(xl))
+                        b.fn, b.where(), " or ".join(xl), _excl_words(xl))
                 return
             if holds_x:
                 a.rule = "locked-write"
@@ -3508,6 +3513,13 @@ def _reaches(toks, j, k):
                 and k < csrc.match_paren(toks, e + 2):
             return False
     return True
+
+
+def _excl_words(locks):
+    """How the locks of a pair keep it apart, for a reason text."""
+    if any(" against " in lk for lk in locks):
+        return "exclusive on one side or held in two groups that exclude each other"
+    return "exclusive on one side"
 
 
 def _holds_any(a, locks):

@@ -300,7 +300,7 @@ class LockFlow:
         return s, s.copy()
 
     def _mode_name(self, name, spec):
-        return name + ":r" if spec.get("mode") == "read" else name
+        return mode_name(name, spec)
 
     def _lock_name(self, spec, alo, ahi):
         w = spec.get("when_arg")
@@ -313,15 +313,26 @@ class LockFlow:
             a, b = args[w[0]]
             if b - a != 1 or self.t[a].text != w[1]:
                 return None
+        w = spec.get("when_field")
+        if w:
+            # only the calls whose argument w[0] is the field w[1]
+            # (atomic_inc(&fs_info->scrubs_running), not every atomic_inc())
+            args = self._split_args(alo, ahi)
+            if w[0] >= len(args):
+                return None
+            a, b = args[w[0]]
+            if self.resolve(a, b) != w[1]:
+                return None
         if spec.get("lock"):
-            return spec["lock"]
+            return group_lock(spec["lock"], spec)
         # argument number spec['arg'] of the call
         args = self._split_args(alo, ahi)
         n = spec.get("arg", 0)
         if n >= len(args):
             return None
         a, b = args[n]
-        return self.resolve(a, b)
+        name = self.resolve(a, b)
+        return group_lock(name, spec) if name is not None else None
 
     def _split_args(self, lo, hi):
         t = self.t
@@ -408,6 +419,49 @@ class LockFlow:
             st.held.pop(name, None)
             st.held[name + ":r"] = How(spec["name"], line)
         return st
+
+
+def group_lock(name, spec):
+    """The name a lock taken in a group mode is held under: 'L{group}'.
+
+    A lock with group modes (btrfs's drew lock: any number of writers or
+    any number of readers, never both; a pause handshake: the pausers
+    against the running workers) is held shared, under one name per
+    group, so that every test made for shared locks stays right (two
+    holders of one group do not exclude each other, and no group is any
+    field's own lock); only _ctx_excluded() knows that two different
+    groups of the same lock exclude each other (groups_exclude())."""
+    if spec.get("mode") == "group":
+        return "%s{%s}" % (name, spec["group"])
+    return name
+
+
+def mode_name(name, spec):
+    """The held-set key of lock name taken as spec says: 'L:r' for a read
+    or group mode (a shared hold), 'L' for an exclusive one."""
+    return name + ":r" if spec.get("mode") in ("read", "group") else name
+
+
+def _group_of(n):
+    """'L{g}:r' -> ('L', 'g'); None for any other held-set key."""
+    if not n.endswith("}:r") or "{" not in n:
+        return None
+    base, _, g = n[:-3].rpartition("{")
+    return base, g
+
+
+def groups_exclude(n, y):
+    """Lock n (a held-set key) is a group hold and the lockset y holds the
+    same lock in another group, so the two cannot run side by side: the
+    lock's name, or None."""
+    g = _group_of(n)
+    if g is None:
+        return None
+    for h in y:
+        o = _group_of(h)
+        if o is not None and o[0] == g[0] and o[1] != g[1]:
+            return "%s (%s against %s)" % (g[0], g[1], o[1])
+    return None
 
 
 def call_context(toks, lo, hi):

@@ -121,17 +121,30 @@ def load(pdir=None, subsystem="btrfs"):
                                       isinstance(w[0], int) and isinstance(w[1], str)):
                 raise UserError("%s: malformed policy file: lock function %s: when_arg must be "
                                 "[argument number, token]" % (f, spec["name"]))
+            wf = spec.get("when_field")
+            if wf is not None and not (isinstance(wf, list) and len(wf) == 2 and
+                                       isinstance(wf[0], int) and isinstance(wf[1], str)):
+                raise UserError("%s: malformed policy file: lock function %s: when_field must be "
+                                "[argument number, struct.field]" % (f, spec["name"]))
+            mode = spec.get("mode", "exclusive")
+            if mode not in ("exclusive", "read", "group"):
+                raise UserError("%s: malformed policy file: lock function %s: mode must be "
+                                "exclusive, read or group" % (f, spec["name"]))
+            if (mode == "group") != isinstance(spec.get("group"), str):
+                raise UserError("%s: malformed policy file: lock function %s: a group mode "
+                                "needs a group name, and only it" % (f, spec["name"]))
+            sel = w is not None or wf is not None
             prev = P.lockfns.get(spec["name"])
             if prev is None:
                 P.lockfns[spec["name"]] = spec
-            elif prev.get("when_arg") and w is not None:
+            elif (prev.get("when_arg") or prev.get("when_field")) and sel:
                 # one entry per lockdep map of a wrapper that takes several
                 # (btrfs_trans_state_lockdep_release(fs_info, STATE)):
                 # the call's argument picks the entry
                 prev.setdefault("variants", []).append(spec)
             else:
                 raise UserError("%s: malformed policy file: lock function %s listed twice "
-                                "(only entries with when_arg may share a name)"
+                                "(only entries with when_arg or when_field may share a name)"
                                 % (f, spec["name"]))
         P.diag_calls.update(d.get("diagnostic_calls", []))
         P.diag_prefixes += d.get("diagnostic_prefixes", [])
