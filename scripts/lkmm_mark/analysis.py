@@ -1657,6 +1657,7 @@ class Analysis:
             return root, what
 
         self.owner_read = {}
+        self.owner_acc = {}
         byfield = collections.defaultdict(list)
         for a in self.accesses:
             if a.test:
@@ -1664,6 +1665,11 @@ class Analysis:
             if a.exclusion is None or (a.exclusion[0] == "already-marked" and a.macro and
                                        a.kind == "marked"):
                 byfield[(a.struct, a.field)].append(a)
+                r = owner_root(a)
+                if r is not None:
+                    # made by the task that owns the object: two such
+                    # accesses never run side by side (_kept_apart())
+                    self.owner_acc[id(a)] = r
         for (st, fld), accs in byfield.items():
             stores = [a for a in accs if a.kind in ("write", "rmw") or
                       (a.kind == "marked" and a.macro in STORE_MACROS)]
@@ -2990,6 +2996,13 @@ class Analysis:
         for b in others:
             if b is a or b.test or id(b) in self.lost_ids:
                 continue
+            if id(a) in self.owner_acc and id(b) in self.owner_acc:
+                # both made by the task that owns the object they touch
+                # (a struct on its stack, or a parameter every caller
+                # passes such a struct in): one task, or two objects
+                locks.add(_OWNER_PAIR)
+                n += 1
+                continue
             x = self._pair_excluded(b, a)
             if x is None:
                 return None
@@ -3006,10 +3019,19 @@ class Analysis:
         if locks is None:
             return
         a.action, a.rule = "none", "unraced-in-every-context"
+        what = "write" if a.kind == "read" else "other access"
+        this = "read" if a.kind == "read" else "write"
+        real = [x for x in locks if x != _OWNER_PAIR]
+        if not real:
+            a.reason = "%s: every %s of it is made, as this %s is, by the task that " \
+                "owns the object (a struct on its stack, or a parameter every caller " \
+                "passes such a struct in): it races with none" % (name, what, this)
+            return
         a.reason = "%s: every %s of it shares a lock with this %s in every pair " \
-            "of their calling contexts (%s), %s: it races with none" % (
-                name, "write" if a.kind == "read" else "other access",
-                "read" if a.kind == "read" else "write", " or ".join(locks), _excl_words(locks))
+            "of their calling contexts (%s), %s%s: it races with none" % (
+                name, what, this, " or ".join(real), _excl_words(real),
+                "" if len(real) == len(locks) else
+                ", or is made, as this one is, by the task that owns the object")
 
     def _tie_evidence(self, name, reads, marked):
         st, fld = name.split(".", 1)
@@ -3131,11 +3153,20 @@ class Analysis:
             if xl is not None:
                 a.action, a.rule = "none", "locked-write-unraced"
                 b = info["racers"][0]
-                a.reason = "%s is %s without %s elsewhere (e.g. %s() at %s), but in " \
-                    "every calling context each of them shares a lock with this write " \
-                    "(%s), %s: nothing races with this locked write" % (
-                        name, "written" if b.kind in ("write", "rmw") else "read", lk,
-                        b.fn, b.where(), " or ".join(xl), _excl_words(xl))
+                real = [x for x in xl if x != _OWNER_PAIR]
+                a.reason = "%s is %s without %s elsewhere (e.g. %s() at %s), but " % (
+                    name, "written" if b.kind in ("write", "rmw") else "read", lk,
+                    b.fn, b.where())
+                if not real:
+                    a.reason += "each of them is made, as this write is, by the task " \
+                        "that owns the object (a struct on its stack, or a parameter every " \
+                        "caller passes such a struct in): nothing races with this locked write"
+                else:
+                    a.reason += "in every calling context each of them shares a lock with " \
+                        "this write (%s), %s%s: nothing races with this locked write" % (
+                            " or ".join(real), _excl_words(real),
+                            "" if len(real) == len(xl) else
+                            ", or is made, as this write is, by the task that owns the object")
                 return
             if holds_x:
                 a.rule = "locked-write"
@@ -3513,6 +3544,9 @@ def _reaches(toks, j, k):
                 and k < csrc.match_paren(toks, e + 2):
             return False
     return True
+
+
+_OWNER_PAIR = "(the task that owns the object)"
 
 
 def _excl_words(locks):
