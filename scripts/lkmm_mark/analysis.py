@@ -2989,8 +2989,10 @@ class Analysis:
     def _kept_apart(self, a, others):
         """The locks that keep access a from every access of others (the
         tests aside and a itself), one shared in every pair of their
-        calling contexts, exclusive on one side; None when some access of
-        others can run beside a, or others holds none."""
+        calling contexts, exclusive on one side (or in two groups that
+        exclude each other); _OWNER_PAIR for an access of others that,
+        like a, the task owning the object makes; None when some access
+        of others can run beside a, or others holds none."""
         locks = set()
         n = 0
         for b in others:
