@@ -109,6 +109,11 @@ class RewriteFixtures(unittest.TestCase):
     def test_seed_style(self):
         self.check("seed_eb_locking")
 
+    def test_rewrite_hoist(self):
+        """'if (!--x->f)' under the field's lock: the store moves before
+        the if; 'else if' stays for a human."""
+        self.check("rewrite_hoist")
+
     def test_forms_cover_each_rewrite(self):
         res = (FIXTURES / "rewrite_forms" / "forms.res").read_text()
         for form in ("WRITE_ONCE(p->count, p->count + 1);",          # x->f++ locked

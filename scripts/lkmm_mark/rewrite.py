@@ -170,6 +170,12 @@ class Edits:
         rendered once every site's edits are known."""
         self.items.append((key, "late", b, (1, 0), (a, fmt, op, tail), e))
 
+    def late_stmt(self, key, off, a, b, op, indent):
+        """Insert 'WRITE_ONCE(<target>, <target> op 1);' and a new line
+        indented by indent at off; the target [a, b) is rendered once every
+        site's edits are known."""
+        self.items.append((key, "late_stmt", off, (0, 0), (a, b, op, indent), off))
+
     def render(self, keys, lo=0, hi=None):
         hi = len(self.S.text) if hi is None else hi
         n = len(self.S.text)
@@ -252,6 +258,15 @@ def plan_file_edits(src, sites, comments, toks=None, at=None):
                     E.replace(key, S.off(j - 1), a, "WRITE_ONCE(")
                     E.prefix.add(key)
                     E.late(key, a, b, b, fmt, pre[0], "1)")
+                elif pre in ("++", "--") and s["rule"] == "locked-write" and \
+                        _if_condition_start(S, j - 1, i) is not None:
+                    # 'if (!--x->f)' under the lock every store holds: the
+                    # store goes before the if, the condition reads the
+                    # new value (no other store can come between)
+                    k = _if_condition_start(S, j - 1, i)
+                    E.replace(key, S.off(j - 1), a, "")
+                    E.late_stmt(key, S.off(k), a, b, pre[0], _indent_of(S, k))
+                    E.prefix.add(key)
                 elif op in ASSIGN and op != "=" and stmt_context(S, j):
                     semi = expr_end(S, i + 2)
                     E.values[key] = (b, S.off(semi))
@@ -322,6 +337,13 @@ def _resolve_late(E):
     inside it (a READ_ONCE() of the base, say) but not their own."""
     new = []
     for it in E.items:
+        if it[1] == "late_stmt":
+            key, _, off, order, (a, b, op, indent), e = it
+            keys = {x[0] for x in E.items if x[0] != key and a <= x[2] and x[5] <= b}
+            tgt = E.render(keys, a, b)
+            new.append((key, "ins", off, order,
+                        "WRITE_ONCE(%s, %s %s 1);\n%s" % (tgt, tgt, op, indent), e))
+            continue
         if it[1] != "late":
             new.append(it)
             continue
@@ -330,6 +352,30 @@ def _resolve_late(E):
         tgt = E.render(keys, a, b)
         new.append((key, "rep", b, (1, 0), ", %s %s %s" % (fmt % tgt, op, tail), e))
     E.items = new
+
+
+def _if_condition_start(S, p, i):
+    """Token index of the 'if' when the prefix operator at p and the member
+    access ending at i are the whole condition of an if that starts its
+    line: 'if (--x->f)' or 'if (!--x->f)' (not 'else if'); else None."""
+    k = p - 1
+    if k >= 0 and S.txt(k) == "!":
+        k -= 1
+    if k < 1 or S.txt(k) != "(" or S.txt(k - 1) != "if" or S.txt(i + 1) != ")" or \
+            S.open_of(i + 1) != k:
+        return None
+    k -= 1
+    if k > 0 and S.txt(k - 1) == "else":
+        return None
+    return k if _indent_of(S, k) is not None else None
+
+
+def _indent_of(S, k):
+    """The white space before token k when k is the first on its line."""
+    off = S.off(k)
+    ls = S.text.rfind("\n", 0, off) + 1
+    ind = S.text[ls:off]
+    return ind if not ind.strip() else None
 
 
 def statement_start(S, j):
