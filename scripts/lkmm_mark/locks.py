@@ -297,7 +297,52 @@ class LockFlow:
                     s1 = self.expr(lo + 2, hi, s1)
                 return s1, merge(s0, s1)
         s = self.expr(lo, hi, st)
+        if st.cond:
+            self._short_circuit(lo, hi, st)
         return s, s.copy()
+
+    def _short_circuit(self, lo, hi, st):
+        """Operands a condition evaluates only while a flag v is true
+        ('v && X', '!v || X', anywhere in it: 'a && (!v || x->f)') see
+        the locks kept while v is true (after 'if (!v) unlock(L);')."""
+        t = self.t
+        for k in range(lo, hi):
+            if t[k].kind != "id" or k + 1 >= hi:
+                continue
+            v = t[k].text
+            ks = {n: h for n, (x, h) in st.cond.items() if x == v}
+            if not ks:
+                continue
+            neg = k > lo and t[k - 1].text == "!"
+            first = k - 1 if neg else k
+            prev = t[first - 1].text if first > lo else "("
+            nxt = t[k + 1].text
+            if neg and not (nxt == "||" and prev in ("(", "||")):
+                continue
+            if not neg and not (nxt == "&&" and prev in ("(", "&&", "||")):
+                continue
+            # the right operand: to the end of the enclosing group, or of
+            # the &&-chain for 'v &&' (a later '||' may run with v false)
+            stop = ("||", "?", ":", ",") if not neg else ("?", ":", ",")
+            depth = 0
+            j = k + 2
+            while j < hi:
+                x = t[j].text
+                if x in ("(", "["):
+                    depth += 1
+                elif x in (")", "]"):
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif depth == 0 and x in stop:
+                    break
+                if j in self.want and j in self.res.at:
+                    cur = self.res.at[j].copy()
+                    for n, h in ks.items():
+                        cur.held.setdefault(n, How("%s (kept while '%s' is true)"
+                                                   % (h.what, v), h.line))
+                    self.res.at[j] = cur
+                j += 1
 
     def _mode_name(self, name, spec):
         return mode_name(name, spec)
