@@ -843,7 +843,7 @@ class Analysis:
                 return None
             if r is None:
                 why = self._detached_at(caller, toks[a].text, k)
-                return ("detached: " + why, "alloc") if why else None
+                return (why, "alloc") if why else None
             return r if r[0] != "stack object" else None
         return None
 
@@ -1109,7 +1109,7 @@ class Analysis:
             if not links <= gone:
                 continue
             end = end_of(name, k, links)
-            out[name] = (k, end, "unlinked here by %s() under a lock, and no list or tree "
+            out[name] = (k, end, "detached: unlinked here by %s() under a lock, and no list or tree "
                          "link of struct %s is left" % (t.text, struct))
         # a call to a function that detaches the object it is passed
         # (btrfs_delete_ref_head(): rb_erase_cached() of the head's only
@@ -1139,7 +1139,7 @@ class Analysis:
                 if not links:
                     continue
                 out[name] = (k, end_of(name, k + 1, links),
-                             "unlinked here by %s() under a lock, which takes it off every "
+                             "detached: unlinked here by %s() under a lock, which takes it off every "
                              "list or tree of struct %s" % (toks[k].text, struct))
         for name, d in self._new_windows(fn).items():
             out.setdefault(name, d)
@@ -1458,7 +1458,7 @@ class Analysis:
                                                    toks[q + 1].text not in ("->", "[")):
                         end = q                  # assigned again, or stored
                         break
-                out[x] = (k, end, "taken from %s->%s, which is set to NULL here under a "
+                out[x] = (k, end, "detached: taken from %s->%s, which is set to NULL here under a "
                           "lock, and %s.%s is the only member that points to a struct %s"
                           % (p, f, ptype, f, tx))
                 break
@@ -1762,7 +1762,7 @@ class Analysis:
                     held.setdefault(name, how)
             for member, f, line in ops_entry.get(fn.name, ()):
                 spec = self.P.ops_entry_locks[member]
-                held.setdefault(spec["lock"] + (":r" if spec["mode"] == "read" else ""), How(
+                held.setdefault(mode_name(spec["lock"], spec), How(
                     "held by the caller of ->%s (.%s = %s at %s:%d; %s)" % (
                         member, member, fn.name, _short(f), line, spec["reason"]), fn.line))
             annot[key] = held
@@ -1939,7 +1939,7 @@ class Analysis:
                 continue
             if ((fn.file, fn.name), p) in self._null_params():
                 continue
-            name = spec["lock"] + (":r" if spec["mode"] == "read" else "")
+            name = mode_name(spec["lock"], spec)
             out[name] = How("%s parameter '%s' (%s)" % (spec["struct"], p, spec["reason"]),
                             fn.line)
         return out
@@ -2555,9 +2555,8 @@ class Analysis:
                    if d[0] < a.tok < d[1]}
             root = self._private_root(a, det) if det else None
             if root is not None:
-                why = det[root][0]
-                return "'%s' is %s" % (root, why) if "not yet published" in why else \
-                    "'%s' is detached: %s" % (root, why)
+                # the window says how: 'detached: ...', 'not yet published: ...'
+                return "'%s' is %s" % (root, det[root][0])
         return None
 
     def _bitop(self, a):
@@ -3021,19 +3020,8 @@ class Analysis:
         if locks is None:
             return
         a.action, a.rule = "none", "unraced-in-every-context"
-        what = "write" if a.kind == "read" else "other access"
-        this = "read" if a.kind == "read" else "write"
-        real = [x for x in locks if x != _OWNER_PAIR]
-        if not real:
-            a.reason = "%s: every %s of it is made, as this %s is, by the task that " \
-                "owns the object (a struct on its stack, or a parameter every caller " \
-                "passes such a struct in): it races with none" % (name, what, this)
-            return
-        a.reason = "%s: every %s of it shares a lock with this %s in every pair " \
-            "of their calling contexts (%s), %s%s: it races with none" % (
-                name, what, this, " or ".join(real), _excl_words(real),
-                "" if len(real) == len(locks) else
-                ", or is made, as this one is, by the task that owns the object")
+        a.reason = "%s: every %s of it %s: it races with none" % (
+            name, "write" if a.kind == "read" else "other access", _apart_text(locks, a))
 
     def _tie_evidence(self, name, reads, marked):
         st, fld = name.split(".", 1)
@@ -3155,20 +3143,10 @@ class Analysis:
             if xl is not None:
                 a.action, a.rule = "none", "locked-write-unraced"
                 b = info["racers"][0]
-                real = [x for x in xl if x != _OWNER_PAIR]
-                a.reason = "%s is %s without %s elsewhere (e.g. %s() at %s), but " % (
-                    name, "written" if b.kind in ("write", "rmw") else "read", lk,
-                    b.fn, b.where())
-                if not real:
-                    a.reason += "each of them is made, as this write is, by the task " \
-                        "that owns the object (a struct on its stack, or a parameter every " \
-                        "caller passes such a struct in): nothing races with this locked write"
-                else:
-                    a.reason += "in every calling context each of them shares a lock with " \
-                        "this write (%s), %s%s: nothing races with this locked write" % (
-                            " or ".join(real), _excl_words(real),
-                            "" if len(real) == len(xl) else
-                            ", or is made, as this write is, by the task that owns the object")
+                a.reason = "%s is %s without %s elsewhere (e.g. %s() at %s), but each " \
+                    "of them %s: nothing races with this locked write" % (
+                        name, "written" if b.kind in ("write", "rmw") else "read", lk,
+                        b.fn, b.where(), _apart_text(xl, a))
                 return
             if holds_x:
                 a.rule = "locked-write"
@@ -3286,7 +3264,8 @@ class Analysis:
     def _pair_excluded(self, b, a):
         """The locks that keep accesses b and a from running side by side,
         one shared in every pair of their calling contexts (exclusive on
-        one side), or None: _ctx_excluded() for one access."""
+        one side, or in two groups that exclude each other), or None:
+        _ctx_excluded() for one access."""
         memo = self._wxmemo
         k = (id(b), id(a))
         if k not in memo:
@@ -3551,11 +3530,21 @@ def _reaches(toks, j, k):
 _OWNER_PAIR = "(the task that owns the object)"
 
 
-def _excl_words(locks):
-    """How the locks of a pair keep it apart, for a reason text."""
-    if any(" against " in lk for lk in locks):
-        return "exclusive on one side or held in two groups that exclude each other"
-    return "exclusive on one side"
+def _apart_text(locks, a):
+    """How _kept_apart()'s locks keep the other accesses from access a,
+    for a reason text ('every write of it ...')."""
+    this = "read" if a.kind == "read" else "write"
+    owner = "is made, as this %s is, by the task that owns the object (a struct on " \
+        "its stack, or a parameter every caller passes such a struct in)" % this
+    real = [x for x in locks if x != _OWNER_PAIR]
+    if not real:
+        return owner
+    return "shares a lock with this %s in every pair of their calling contexts (%s), " \
+        "exclusive on one side%s%s" % (
+            this, " or ".join(real),
+            " or held in two groups that exclude each other"
+            if any(" against " in lk for lk in real) else "",
+            "" if len(real) == len(locks) else ", or " + owner)
 
 
 def _holds_any(a, locks):

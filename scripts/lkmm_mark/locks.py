@@ -269,7 +269,7 @@ class LockFlow:
         if spec and spec["op"] in ("trylock", "acquire_ret0") and k + 1 < hi and t[k + 1].text == "(":
             c = self._match(k + 1)
             before = self.expr(lo, k, st, skip_events=True)
-            name = self._lock_name(spec, k + 2, c)
+            spec, name = self._pick(spec, k + 2, c)
             self._record_range(k, c + 1, before)
             self.res.calls.append((k, t[k].text, before))
             rest = self.expr(c + 1, hi, before)
@@ -347,12 +347,21 @@ class LockFlow:
     def _mode_name(self, name, spec):
         return mode_name(name, spec)
 
+    def _pick(self, spec, alo, ahi):
+        """The entry of a lock wrapper this call (arguments alo..ahi) is,
+        among its variants, and the lock it names; (spec, None) if none."""
+        for sp in [spec] + spec.get("variants", []):
+            name = self._lock_name(sp, alo, ahi)
+            if name is not None:
+                return sp, name
+        return spec, None
+
     def _lock_name(self, spec, alo, ahi):
+        args = self._split_args(alo, ahi)
         w = spec.get("when_arg")
         if w:
             # only the calls whose argument w[0] is the token w[1] (one
             # lockdep map of several a wrapper takes)
-            args = self._split_args(alo, ahi)
             if w[0] >= len(args):
                 return None
             a, b = args[w[0]]
@@ -362,7 +371,6 @@ class LockFlow:
         if w:
             # only the calls whose argument w[0] is the field w[1]
             # (atomic_inc(&fs_info->scrubs_running), not every atomic_inc())
-            args = self._split_args(alo, ahi)
             if w[0] >= len(args):
                 return None
             a, b = args[w[0]]
@@ -371,7 +379,6 @@ class LockFlow:
         if spec.get("lock"):
             return group_lock(spec["lock"], spec)
         # argument number spec['arg'] of the call
-        args = self._split_args(alo, ahi)
         n = spec.get("arg", 0)
         if n >= len(args):
             return None
@@ -425,11 +432,9 @@ class LockFlow:
                     c = self._match(k + 1)
                     # record the argument tokens with the state before the call
                     self._record_range(k + 1, c, st)
-                    for sp in [spec] + spec.get("variants", []):
-                        name = self._lock_name(sp, k + 2, c)
-                        if name is not None:
-                            st = self._apply(sp, name, st, tk.line, k)
-                            break
+                    sp, name = self._pick(spec, k + 2, c)
+                    if name is not None:
+                        st = self._apply(sp, name, st, tk.line, k)
                     k = c + 1
                     continue
             k += 1

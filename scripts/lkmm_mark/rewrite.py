@@ -259,13 +259,13 @@ def plan_file_edits(src, sites, comments, toks=None, at=None):
                     E.prefix.add(key)
                     E.late(key, a, b, b, fmt, pre[0], "1)")
                 elif pre in ("++", "--") and s["rule"] == "locked-write" and \
-                        _if_condition_start(S, j - 1, i) is not None:
+                        (hoist := _if_condition_start(S, j - 1, i)) is not None:
                     # 'if (!--x->f)' under the lock every store holds: the
                     # store goes before the if, the condition reads the
                     # new value (no other store can come between)
-                    k = _if_condition_start(S, j - 1, i)
+                    k, indent = hoist
                     E.replace(key, S.off(j - 1), a, "")
-                    E.late_stmt(key, S.off(k), a, b, pre[0], _indent_of(S, k))
+                    E.late_stmt(key, S.off(k), a, b, pre[0], indent)
                     E.prefix.add(key)
                 elif op in ASSIGN and op != "=" and stmt_context(S, j):
                     semi = expr_end(S, i + 2)
@@ -355,9 +355,10 @@ def _resolve_late(E):
 
 
 def _if_condition_start(S, p, i):
-    """Token index of the 'if' when the prefix operator at p and the member
-    access ending at i are the whole condition of an if that starts its
-    line: 'if (--x->f)' or 'if (!--x->f)' (not 'else if'); else None."""
+    """(token index of the 'if', its indentation) when the prefix operator
+    at p and the member access ending at i are the whole condition of an
+    if that starts its line: 'if (--x->f)' or 'if (!--x->f)' (not 'else
+    if'); else None."""
     k = p - 1
     if k >= 0 and S.txt(k) == "!":
         k -= 1
@@ -367,7 +368,8 @@ def _if_condition_start(S, p, i):
     k -= 1
     if k > 0 and S.txt(k - 1) == "else":
         return None
-    return k if _indent_of(S, k) is not None else None
+    ind = _indent_of(S, k)
+    return (k, ind) if ind is not None else None
 
 
 def _indent_of(S, k):
@@ -506,7 +508,7 @@ def wrap_line(line, limit=80):
         col = width(indent)          # a continuation line: keep its alignment
     else:
         col = width(indent) + 8
-    cont = "\t" * (col // 8) + " " * (col % 8)
+    cont = _indent(col)
     rest = cont + body[cut:].lstrip()
     if width(rest) > limit:
         rest = wrap_line(rest, limit)
@@ -567,6 +569,11 @@ def long_line_keys(E, keys):
     return bad
 
 
+def _indent(col):
+    """White space to display column col, tabs first (kernel style)."""
+    return "\t" * (col // 8) + " " * (col % 8)
+
+
 def _tabify(line):
     """Leading indentation of a line the rewrite writes, with tabs for
     every 8 columns (checkpatch refuses a new line indented with spaces;
@@ -575,7 +582,7 @@ def _tabify(line):
     if "        " not in ind:
         return line
     n = len(ind.expandtabs(8))
-    return "\t" * (n // 8) + " " * (n % 8) + line[len(ind):]
+    return _indent(n) + line[len(ind):]
 
 
 def _paren_cols(lines):
@@ -692,7 +699,7 @@ def _realign(orig, new, limit):
                 target = nc[i]  # continues the parenthesis the rewrite opened
         if target is None:
             continue
-        fixed = "\t" * (target // 8) + " " * (target % 8) + l.lstrip()
+        fixed = _indent(target) + l.lstrip()
         if fixed != l and width(fixed) <= limit:
             out[i] = fixed
     return out
