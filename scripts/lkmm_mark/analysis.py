@@ -665,9 +665,10 @@ class Analysis:
                                   if (s[0].file, s[0].name) not in dead]
         self._sites = {}
         self.constructors = self.find_constructors()
+        # owner parameters first: _detached() (_asserted_off_list()) needs them
+        self.owner_params()
         self.param_escapes()
         self.private_params()
-        self.owner_params()
 
     def params(self, fn):
         """Parameter names of fn, in order (None where there is no name)."""
@@ -1149,6 +1150,8 @@ class Analysis:
             out.setdefault(name, d)
         for name, d in self._stolen(fn).items():
             out.setdefault(name, d)
+        for name, d in self._asserted_off_list(fn).items():
+            out.setdefault(name, d)
         # a window is a range of tokens: it ends at a label that a goto
         # from outside it jumps to (a path that did not unlink the object
         # joins there: 'goto out' before the rb_erase(); a path that
@@ -1222,6 +1225,79 @@ class Analysis:
                     refs.add(t)
         c = self._unrefcache = {t for t in self.src.structs if t not in refs}
         return c
+
+    def _asserted_off_list(self, fn):
+        """name -> (from, to, why): an object the calling task owns (an
+        owner parameter, _owned_params()) whose struct has one link, which
+        fn asserts empty without holding a lock: 'ASSERT(list_empty(
+        &ticket->list))' in handle_reserve_ticket().  Other tasks reach
+        such an object only through that link, under the lock that guards
+        the list, and take it off in the same critical section as their
+        last access (a stack object must be left alone once it is off the
+        list: its task may return).  An assertion made without the lock
+        says the object is off the list, for good, from the return of the
+        last call fn handed it to (the wait for the grant) on; fn owns it
+        from there until it hands it to a call again.  Not in a loop, and
+        not without such a call before the assertion."""
+        out = {}
+        owned = getattr(self, "owned_params", None)
+        assert owned is not None, "_asserted_off_list() before owner_params()"
+        owned = owned.get((fn.file, fn.name), {})
+        if not owned:
+            return out
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        res = self.flows.get((fn.file, fn.name))
+        types = self._decl_types(fn)
+        for k in range(lo + 1, hi - 9):
+            if toks[k].text not in self.P.assertions or toks[k + 1].text != "(" or \
+                    toks[k + 2].text not in self.P.link_tests or toks[k + 3].text != "(" or \
+                    toks[k + 4].text != "&" or toks[k + 5].text not in owned or \
+                    toks[k + 6].text != "->" or toks[k + 8].text != ")" or \
+                    toks[k + 9].text != ")":
+                continue
+            name, link = toks[k + 5].text, toks[k + 7].text
+            st = types.get(name)
+            members = self.src.file_structs.get(fn.file, {}).get(st) or \
+                self.src.structs.get(st) or {}
+            if name in out or self._links_of(members) != {link} or _in_loop(toks, lo, k):
+                continue
+            state = res.at.get(k + 7) if res is not None else None
+            if state is None or any(x != "irqs-off" for x in state.held):
+                continue
+
+            def handed(j):
+                """toks[j] is name as a whole argument of a call (not an
+                assertion, a link test or a diagnostic)."""
+                if toks[j].text != name or toks[j - 1].text not in (",", "(") or \
+                        toks[j + 1].text not in (",", ")"):
+                    return None
+                c = self._call_of(toks, j, lo)
+                if c is None or c in KEYWORDS or c in self.P.assertions or \
+                        c in self.P.link_tests or self.P.is_diag(c):
+                    return None
+                return c
+            start = None
+            for j in range(k - 1, lo, -1):
+                c = handed(j)
+                if c is not None:
+                    start = (j, c)
+                    break
+            if start is None:
+                continue
+            end = hi
+            for j in range(k + 10, hi):
+                if handed(j) is not None or (toks[j].text == name and
+                                             toks[j + 1].text == "=" and
+                                             toks[j - 1].text not in (".", "->")):
+                    end = j
+                    break
+            out[name] = (start[0], end, "detached: the lockless %s(%s(&%s->%s)) at line %d "
+                         "says it is off its only list for good once the calls it was handed "
+                         "to before (the last: %s()) returned, and the task owns it (%s)" % (
+                             toks[k].text, toks[k + 2].text, name, link, toks[k].line,
+                             start[1], owned[name]))
+        return out
 
     def _unpublished_params(self, fn):
         """name -> (from, to, why): a parameter of a struct nothing points
@@ -1658,6 +1734,7 @@ class Analysis:
 
         self.owner_read = {}
         self.owner_acc = {}
+        self.declared_owners = self._declared_owners()
         byfield = collections.defaultdict(list)
         for a in self.accesses:
             if a.test:
@@ -1701,6 +1778,40 @@ class Analysis:
                         "every store to %s.%s is made by the task that owns the object "
                         "(e.g. %s() at %s); '%s' here is %s, so this is the owner's "
                         "read" % (st, fld, w.fn, w.where(), root, what))
+        # declared owners (policies/ 'owners'): the field belongs to the
+        # task running those functions, and every store another task makes
+        # comes before that task starts or after it ends: its loads race
+        # with no store
+        for a in self.accesses:
+            d = self.declared_owners.get("%s.%s" % (a.struct, a.field))
+            if d and a.exclusion is None and not a.test and a.kind == "read" and \
+                    (a.file, a.fn) in d[1]:
+                self.owner_read[id(a)] = "read by the owner of %s.%s: %s()%s (%s)" % (
+                    a.struct, a.field, a.fn, "" if a.fn in d[0]["functions"] else
+                    ", which only the owner's functions call", d[0]["reason"])
+
+    def _declared_owners(self):
+        """field -> (declaration, {(file, fn)}): the functions policies/
+        'owners' names, and those only they call (a fixed point over the
+        call graph: a function whose every live call site is in one of them
+        runs in the owner's task too; a function whose address is taken
+        never qualifies)."""
+        out = {}
+        for o in self.P.owners:
+            fns = {key for key, fn in self.src.funcs.items() if fn.name in o["functions"]}
+            changed = True
+            while changed:
+                changed = False
+                for key, fn in self.src.funcs.items():
+                    if key in fns or key in self.dead or fn.name in self.addr_taken or \
+                            fn.name in self.macro_used:
+                        continue
+                    sites = [s_ for s_ in self.sites_of(fn) if s_[0] is not fn]
+                    if sites and all((s_[0].file, s_[0].name) in fns for s_ in sites):
+                        fns.add(key)
+                        changed = True
+            out[o["field"]] = (o, fns)
+        return out
 
     def _ops_member_at(self, toks, i, members):
         """The function toks[i] registers when it is '.member = fn' of an ops
@@ -2903,8 +3014,6 @@ class Analysis:
         info["handler"] = handler
         if handler:
             info["class"] = "handler"
-        elif owner:
-            info["class"] = "owner"
         elif not writes and not marked:
             info["class"] = "read-only"
         elif not reads and not marked and not self.P.handlers:
@@ -2922,6 +3031,11 @@ class Analysis:
             d = unlocked_r[0] if unlocked_r else \
                 [m for m in marked if lk not in m.held and lk + ":r" not in m.held][0]
             info["diag_site"] = "%s() at %s" % (d.fn, d.where())
+        elif owner:
+            # declared (policies/ 'owners'): the owner's loads are plain
+            # (owner_reads()), its stores and other tasks' loads are judged
+            # as usual, but never found unraced by their calling contexts
+            info["class"] = "owner"
         elif lk:
             info["class"] = "lock-protected"
         elif atomics and reads:
@@ -3055,7 +3169,11 @@ class Analysis:
         if cls in ("read-only", "write-only", "always-locked", "no-lock-evidence"):
             a.action = "none"
             a.rule = cls
-            if cls == "always-locked" and info.get("owner_reads"):
+            if cls == "always-locked" and info.get("owner_reads") and info["owner"]:
+                a.reason = "every access to %s holds %s, except the loads of its declared " \
+                    "owner, the task running %s() (policies/ 'owners'), which race " \
+                    "with no store" % (name, lk, "(), ".join(info["owner"]["functions"]))
+            elif cls == "always-locked" and info.get("owner_reads"):
                 a.reason = "every access to %s holds %s, except the loads of the task " \
                     "that owns the object, which is the only one that stores it" % (name, lk)
             elif cls == "always-locked" and info.get("ctx_reads"):
@@ -3136,7 +3254,8 @@ class Analysis:
         else:
             ev = "; ".join(info["evidence"]) or "shared without a lock"
         owner = info["owner"]
-        is_owner = owner is not None and a.fn in owner["functions"]
+        is_owner = owner is not None and \
+            (a.file, a.fn) in self.declared_owners[name][1]
         if a.kind in ("write", "rmw"):
             a.action = "WRITE_ONCE"
             xl = self._kept_apart(a, info["racers"]) if holds_x else None
@@ -3194,10 +3313,6 @@ class Analysis:
             a.action, a.rule = "none", "context-read-plain"
             a.reason = "%s: %s; this read is not in a handler, and nothing shows it " \
                 "concurrent with the stores" % (name, ev)
-            return
-        if is_owner:
-            a.action, a.rule = "none", "owner-read"
-            a.reason = "read by the owner of %s (%s)" % (name, owner["reason"])
             return
         ctxl = self.ctx_locked.get(id(a)) if not holds else None
         if ctxl:
