@@ -1784,11 +1784,49 @@ class Analysis:
         # with no store
         for a in self.accesses:
             d = self.declared_owners.get("%s.%s" % (a.struct, a.field))
-            if d and a.exclusion is None and not a.test and a.kind == "read" and \
-                    (a.file, a.fn) in d[1]:
+            if not d or a.exclusion is not None or a.test or a.kind != "read":
+                continue
+            if (a.file, a.fn) in d[1]:
                 self.owner_read[id(a)] = "read by the owner of %s.%s: %s()%s (%s)" % (
                     a.struct, a.field, a.fn, "" if a.fn in d[0]["functions"] else
                     ", which only the owner's functions call", d[0]["reason"])
+                continue
+            lk = self._owner_or_locked(a, byfield.get((a.struct, a.field), []), d[1])
+            if lk:
+                self.owner_read[id(a)] = "%s() is called by the owner of %s.%s or with %s " \
+                    "held, which every store of the field holds: its loads race with no " \
+                    "store (owner: %s)" % (a.fn, a.struct, a.field, lk, d[0]["reason"])
+
+    def _owner_or_locked(self, a, accs, owner_fns):
+        """The lock every call site of a's function holds that is not in
+        one of the owner's functions, when every store of the field holds
+        it exclusively (btrfs_dev_replace_progress(), called by the
+        resuming replace kthread, which owns srcdev, and under the replace
+        rwsem by the status ioctl); else None, and None when no call site
+        is the owner's (the lock alone says it then)."""
+        stores = [w for w in accs if w.kind in ("write", "rmw") or
+                  (w.kind == "marked" and w.macro in STORE_MACROS)]
+        if not stores or a.func is None or a.fn in self.addr_taken or \
+                a.fn in self.macro_used:
+            return None
+        common = set.intersection(*[{h for h in w.held if not h.endswith(":r") and
+                                     not h.startswith("?") and h != "irqs-off"}
+                                    for w in stores])
+        sites = [s_ for s_ in self.sites_of(a.func) if s_[0] is not a.func]
+        if not sites or not common:
+            return None
+        used = set()
+        others = 0
+        for (caller, st, k) in sites:
+            if (caller.file, caller.name) in owner_fns:
+                continue
+            others += 1
+            h = set(st.held) | set(self.entry.get((caller.file, caller.name), {}))
+            hit = sorted(lk for lk in common if lk in h or lk + ":r" in h)
+            if not hit:
+                return None
+            used.add(hit[0])
+        return " or ".join(sorted(used)) if others and others < len(sites) else None
 
     def _declared_owners(self):
         """field -> (declaration, {(file, fn)}): the functions policies/
