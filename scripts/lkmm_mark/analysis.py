@@ -116,6 +116,7 @@ class Analysis:
         self._ppcache = {}
         self._ctxmemo = {}
         self.ctx_locked = {}
+        self._stackunl_cache = {}
         self._wxmemo = {}
         self._paramcache = {}
         self._ftypes = {}
@@ -1152,10 +1153,15 @@ class Analysis:
             out.setdefault(name, d)
         for name, d in self._asserted_off_list(fn).items():
             out.setdefault(name, d)
-        # a window is a range of tokens: it ends at a label that a goto
-        # from outside it jumps to (a path that did not unlink the object
-        # joins there: 'goto out' before the rb_erase(); a path that
-        # published it jumps back: 'goto again' after the list_add())
+        return self._cut_at_labels(fn, out)
+
+    def _cut_at_labels(self, fn, out):
+        """A window is a range of tokens: it ends at a label that a goto
+        from outside it jumps to (a path that did not unlink the object
+        joins there: 'goto out' before the rb_erase(); a path that
+        published it jumps back: 'goto again' after the list_add())."""
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
         gotos = [(g, toks[g + 1].text) for g in range(lo, hi - 1) if toks[g].text == "goto"]
         for name, (a, b, why) in list(out.items()):
             for i in range(a + 1, b):
@@ -1164,6 +1170,74 @@ class Analysis:
                     out[name] = (a, i, why)
                     break
         return out
+
+    def _stack_unlinked(self, fn):
+        """name -> (from, to, why), apart from _detached() (the same struct
+        has its not-yet-published window there): a struct on fn's stack
+        that fn itself takes off its only list under a lock (btrfs_sync_log()'s
+        root_log_ctx).  Other tasks reached it only through that link and,
+        as it lives on this task's stack, hold no reference that outlives
+        their critical section; fn owns it again up to the end of the
+        block that holds the unlink (a path that skipped it joins after),
+        until it links it or hands its address anew.  Not when the unlink
+        is the body of an if, else or loop without braces, or in a loop."""
+        key = (fn.file, fn.body_start)
+        c = self._stackunl_cache.get(key)
+        if c is not None:
+            return c
+        out = {}
+        self._stackunl_cache[key] = out
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        res = self.flows.get((fn.file, fn.name))
+        types = self._decl_types(fn)
+        stack = self._stack_structs(fn)
+        for k in range(lo + 1, hi - 6):
+            t = toks[k]
+            if not ((t.text in self.P.unlinkers or t.text in self.P.link_removers) and
+                    toks[k + 1].text == "(" and toks[k + 2].text == "&" and
+                    toks[k + 3].text in stack and toks[k + 4].text == "." and
+                    toks[k + 5].kind == "id" and toks[k + 6].text == ")"):
+                continue
+            name, link = toks[k + 3].text, toks[k + 5].text
+            st = res.at.get(k + 5) if res is not None else None
+            if name in out or st is None or not any(x != "irqs-off" for x in st.held) or \
+                    _in_loop(toks, lo, k):
+                continue
+            struct = types.get(name)
+            members = self.src.file_structs.get(fn.file, {}).get(struct) or \
+                self.src.structs.get(struct) or {}
+            if self._links_of(members) != {link}:
+                continue
+            depth, j = 0, k - 1
+            while j > lo and not (toks[j].text in (";", "{", "}") and depth == 0):
+                depth += {")": 1, "(": -1}.get(toks[j].text, 0)
+                j -= 1
+            if toks[j + 1].text in ("if", "else", "for", "while", "do") or \
+                    toks[k - 1].text in (")", "else"):
+                continue
+            depth, b = 0, k - 1
+            while b > lo:
+                if toks[b].text == "}":
+                    depth += 1
+                elif toks[b].text == "{":
+                    if depth == 0:
+                        break
+                    depth -= 1
+                b -= 1
+            end = csrc.match_paren(toks, b) if b > lo else hi
+            for j in range(k + 7, end):
+                if toks[j].text != name or toks[j - 1].text in (".", "->"):
+                    continue
+                if toks[j + 1].text == "=" or (toks[j - 1].text == "&" and (
+                        toks[j + 1].text != "." or self._call_of(toks, j - 1, lo) not in
+                        self.P.unlinkers | self.P.link_removers | self.P.link_tests)):
+                    end = j
+                    break
+            out[name] = (k, end, "detached: a struct on this task's stack, taken off its only "
+                         "list by %s() under a lock: other tasks reached it only through "
+                         "that link" % t.text)
+        return self._cut_at_labels(fn, out)
 
     def _new_windows(self, fn):
         """name -> (from, to, why): an object fn holds while a flag says it
@@ -2705,6 +2779,11 @@ class Analysis:
             root = self._private_root(a, det) if det else None
             if root is not None:
                 # the window says how: 'detached: ...', 'not yet published: ...'
+                return "'%s' is %s" % (root, det[root][0])
+            det = {n: (d[2], "alloc") for n, d in self._stack_unlinked(a.func).items()
+                   if d[0] < a.tok < d[1]}
+            root = self._private_root(a, det) if det else None
+            if root is not None:
                 return "'%s' is %s" % (root, det[root][0])
         return None
 
