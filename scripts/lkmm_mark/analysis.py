@@ -1361,10 +1361,12 @@ class Analysis:
                 continue
             end = hi
             for j in range(k + 10, hi):
-                if handed(j) is not None or (toks[j].text == name and
-                                             toks[j + 1].text == "=" and
-                                             toks[j - 1].text not in (".", "->")):
-                    end = j
+                if toks[j].text != name or toks[j - 1].text in (".", "->"):
+                    continue
+                if handed(j) is not None or toks[j + 1].text == "=" or (
+                        toks[j - 1].text == "&" and self._call_of(toks, j - 1, lo) not in
+                        self.P.link_tests | self.P.link_removers | self.P.unlinkers):
+                    end = j                 # handed on, reassigned or linked anew
                     break
             out[name] = (start[0], end, "detached: the lockless %s(%s(&%s->%s)) at line %d "
                          "says it is off its only list for good once the calls it was handed "
