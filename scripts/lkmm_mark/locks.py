@@ -98,6 +98,39 @@ class LockFlow:
             j, st = self.stmt(j, st, end)
         return end + 1, st
 
+    def _flag_set(self, blo, bhi, at):
+        """The first local flag the block toks[blo:bhi] sets to true at its
+        top level ('v = true;' or 'v = 1;') that is false everywhere
+        before toks[at]: declared 'bool v = false;' (or '= 0') in this
+        function and assigned nowhere else before; else None."""
+        t = self.t
+        depth = 0
+        for k in range(blo, bhi - 3):
+            x = t[k].text
+            if x == "{":
+                depth += 1
+            elif x == "}":
+                depth -= 1
+            if depth != 1 or t[k].kind != "id" or t[k + 1].text != "=" or \
+                    t[k + 2].text not in ("true", "1") or t[k + 3].text != ";" or \
+                    t[k - 1].text not in (";", "{", "}"):
+                continue
+            v = t[k].text
+            decl = None
+            for q in range(self.lo + 1, at):
+                if t[q].text == v and t[q + 1].text == "=" and t[q - 1].text not in (".", "->"):
+                    if decl is not None or t[q + 2].text not in ("false", "0") or \
+                            t[q + 3].text != ";" or t[q - 1].text not in ("bool", "int"):
+                        decl = None
+                        break
+                    decl = q
+                elif t[q].text == v and t[q - 1].text == "&":
+                    decl = None
+                    break
+            if decl is not None:
+                return v
+        return None
+
     def _match(self, i):
         from .csrc import match_paren
         return min(match_paren(self.t, i), self.hi)
@@ -133,6 +166,15 @@ class LockFlow:
                 for k, h in st_else.held.items():
                     if k not in s1.held and k not in out.held and k != "irqs-off":
                         out.cond[k] = (t[i + 3].text, h)
+            # 'if (c) { lock(L); v = true; }' with 'bool v = false': L is
+            # held on the paths where v is true
+            if s1 is not None and st_else is not None:
+                got = [k for k in s1.held if k not in st_else.held and k not in out.held
+                       and k != "irqs-off"]
+                v = self._flag_set(c + 1, j, i) if got else None
+                if v is not None:
+                    for k in got:
+                        out.cond[k] = (v, s1.held[k])
             return j, out
         if tx in ("while", "switch") and i + 1 < end and t[i + 1].text == "(":
             c = self._match(i + 1)
