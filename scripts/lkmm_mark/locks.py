@@ -98,6 +98,17 @@ class LockFlow:
             j, st = self.stmt(j, st, end)
         return end + 1, st
 
+    def _jumped_back(self, at):
+        """A goto after toks[at] jumps to a label before it (a loop made of
+        a label and a goto: a flag set in one round is still set in the
+        next)."""
+        t = self.t
+        before = {t[k].text for k in range(self.lo + 1, at)
+                  if t[k].kind == "id" and t[k + 1].text == ":" and
+                  t[k - 1].text in (";", "{", "}")}
+        return any(t[k].text == "goto" and t[k + 1].text in before
+                   for k in range(at, self.hi - 1))
+
     def _flag_set(self, blo, bhi, at):
         """The first local flag the block toks[blo:bhi] sets to true at its
         top level ('v = true;' or 'v = 1;') that is false everywhere
@@ -168,7 +179,8 @@ class LockFlow:
                         out.cond[k] = (t[i + 3].text, h)
             # 'if (c) { lock(L); v = true; }' with 'bool v = false': L is
             # held on the paths where v is true
-            if s1 is not None and st_else is not None:
+            if s1 is not None and st_else is not None and not self.loops and \
+                    not self._jumped_back(i):
                 got = [k for k in s1.held if k not in st_else.held and k not in out.held
                        and k != "irqs-off"]
                 v = self._flag_set(c + 1, j, i) if got else None
