@@ -53,6 +53,10 @@ class CliErrors(unittest.TestCase):
             for text, msg in [
                 ('{"owners": [ {"field": 1 ]}', "malformed policy file"),
                 ('{"owners": [{"field": "a.b"}]}', "without 'functions'"),
+                ('{"owners": [{"field": ["a.b", 2], "functions": ["f"], "reason": "r"}]}',
+                 "'field' must be struct.field"),
+                ('{"owners": [{"field": "a.b", "functions": "f", "reason": "r"}]}',
+                 "'functions' a list"),
                 ('{"lock_wrappers": []}', "unknown key"),
                 ('{"lock_functions": [{"name": "f", "op": "acquire", "when_arg": [1]}]}',
                  "when_arg must be"),

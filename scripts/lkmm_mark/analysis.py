@@ -1905,8 +1905,8 @@ class Analysis:
         return " or ".join(sorted(used)) if others and others < len(sites) else None
 
     def _declared_owners(self):
-        """field -> (declaration, {(file, fn)}): the functions policies/
-        'owners' names, and those only they call (a fixed point over the
+        """field -> (declaration, {(file, fn)}) for each field an entry of
+        policies/ 'owners' names: the functions it names, and those only they call (a fixed point over the
         call graph: a function whose every live call site is in one of them
         runs in the owner's task too; a function whose address is taken
         never qualifies)."""
@@ -1924,7 +1924,8 @@ class Analysis:
                     if sites and all((s_[0].file, s_[0].name) in fns for s_ in sites):
                         fns.add(key)
                         changed = True
-            out[o["field"]] = (o, fns)
+            for name in o["field"]:
+                out[name] = (o, fns)
         return out
 
     def _ops_member_at(self, toks, i, members):
@@ -2941,13 +2942,11 @@ class Analysis:
             if a.exclusion is None and not a.test:
                 byfield[(a.struct, a.field)].append(a)
         ctxfns = self.contexts()
-        owners = {}
-        for o in self.P.owners:
-            owners[o["field"]] = o
         for (st, fld), accs in sorted(byfield.items()):
             name = "%s.%s" % (st, fld)
             self.fields[name] = self.classify(name, accs, marked.get((st, fld), []),
-                                              owners.get(name), ctxfns)
+                                              self.declared_owners.get(name, (None,))[0],
+                                              ctxfns)
         # test code: verdict of its field, reported separately
         for a in self.accesses:
             if a.exclusion is None and a.test:

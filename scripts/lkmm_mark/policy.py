@@ -159,7 +159,16 @@ def load(pdir=None, subsystem="btrfs"):
                 raise UserError("%s: malformed policy file: bad pattern %r: %s" % (f, pat, e))
         for o in d.get("owners", []):
             _need(f, o, ("field", "functions", "reason"), "owners")
-            P.owners.append(o)
+            # one entry may name several fields one owner holds
+            fields = [o["field"]] if isinstance(o["field"], str) else o["field"]
+            if not (isinstance(fields, list) and fields and
+                    all(isinstance(x, str) and "." in x for x in fields)) or \
+                    not (isinstance(o["functions"], list) and o["functions"] and
+                         all(isinstance(x, str) for x in o["functions"])):
+                raise UserError("%s: malformed policy file: owners entry: 'field' must be "
+                                "struct.field or a list of them, 'functions' a list of "
+                                "function names" % f)
+            P.owners.append(dict(o, field=fields))
         for t in d.get("task_private", []):
             _need(f, t, ("struct", "reason"), "task_private")
             P.task_private[t["struct"]] = t
