@@ -121,6 +121,7 @@ class Analysis:
         self._paramcache = {}
         self._ftypes = {}
         self._stackcache = {}
+        self._unpubcache = {}
         self._zhcache = {}
         self.owner_read = {}
         self.lost_ids = set()
@@ -828,6 +829,19 @@ class Analysis:
                 # that object through '*p' (btrfs_add_extent_mapping(...,
                 # &em, ...) on an em btrfs_get_extent() just allocated)
                 return ("the address of '%s', which is %s" % (toks[a + 1].text, r[0]), "ptr")
+            if r is None:
+                # a struct on the caller's stack before the first statement
+                # that may let another task reach it: the callee, which
+                # does not keep the address (else this call would be that
+                # statement), runs while it is still the caller's alone
+                # (btrfs_init_log_ctx(&ctx, inode) before the fsync links
+                # ctx into the root's log_ctxs)
+                w = self._unpublished_stack_cut(caller).get(toks[a + 1].text)
+                if w is not None and w[0] < a < w[1]:
+                    return ("'%s', a struct on %s()'s stack, %s" % (
+                        toks[a + 1].text, caller.name,
+                        w[2].replace("a stack object not yet published: ",
+                                     "not yet published: ")), "stack")
             return r if r is not None and r[0] == "stack object" else None
         if b - a == 4 and toks[a].text == "&" and toks[a + 1].kind == "id" and \
                 toks[a + 2].text in ("->", ".") and toks[a + 3].kind == "id":
@@ -1453,6 +1467,16 @@ class Analysis:
                          "first statement that may let another task reach it"
                          % ("%s()" % c if c else "'&%s'" % name, toks[k].line))
         return out
+
+    def _unpublished_stack_cut(self, fn):
+        """_unpublished_stack(), each window ending at a label a goto from
+        outside it jumps to (cached: private_params() asks for it at every
+        call site)."""
+        key = (fn.file, fn.body_start)
+        c = self._unpubcache.get(key)
+        if c is None:
+            c = self._unpubcache[key] = self._cut_at_labels(fn, self._unpublished_stack(fn))
+        return c
 
     def _member_addr_escapes(self, fn, k):
         """&x.m (or &x.m.n) at toks[k]: linked into a shared list or tree,
