@@ -104,6 +104,8 @@ class BtrfsTests(unittest.TestCase):
             ("tree-log.c", 7170, "btrfs_inode.last_unlink_trans", "locked-read"),  # VFS lock
             ("qgroup.c", 1386, "btrfs_qgroup.excl", "locked-write-unraced"),
             ("disk-io.c", 4383, "btrfs_device.commit_bytes_used", "locked-in-every-caller"),
+            ("scrub.c", 4072, "btrfs_dev_replace.cursor_left", "always-locked"),  # owner
+            ("dev-replace.c", 1056, "btrfs_dev_replace.cursor_left", "owner-read"),
         ]
         for f, line, field, rule in fixed:
             got = [(s["action"], s["rule"]) for s in sites if s["file"] == "fs/btrfs/" + f and
