@@ -2,7 +2,6 @@
 """Whole-fs/btrfs tests on Debian's linux-source-6.1 (provisioned into the
 cache by lkmm_mark.tree): the re-marking test and known verdicts."""
 import os
-import tempfile
 import unittest
 
 from fixture_lib import REPO, Analysis, facts_mod, policy_mod  # noqa: F401
@@ -162,56 +161,6 @@ class BtrfsTests(unittest.TestCase):
             got = [s["action"] for s in sites if s["file"] == "fs/btrfs/" + f and
                    s["line"] == line and "%s.%s" % (s["struct"], s["field"]) == field]
             self.assertIn(macro, got, (f, line, field))
-
-    def test_cocci_patch_mode_equals_series(self):
-        """cocci/access_marking.cocci in patch mode over all of fs/btrfs
-        (plain spatch, as under make coccicheck MODE=patch) makes the
-        series rewriter's changes, comments and line breaks aside, at every
-        planned site but the nested ones it leaves to the rewriter."""
-        import copy
-        import json
-        import re
-        import shutil
-        import subprocess
-        from pathlib import Path
-        from lkmm_mark import rewrite, series
-        from lkmm_mark.commands import annotate_rewrite
-        plan = copy.deepcopy(plan_of(self.tree))
-        annotate_rewrite(self.tree, plan["sites"])
-        planned = series.select_sites(plan)
-        keep = [x for x in planned if not x.get("nested")]
-        self.assertGreater(len(keep), 600)
-        self.assertLess(len(planned) - len(keep), 30)
-
-        def strip(t):
-            return re.sub(r"\s+", "", re.sub(r"/\*.*?\*/", "", t, flags=re.S))
-        with tempfile.TemporaryDirectory() as tmp:
-            pf = Path(tmp) / "plan.json"
-            pf.write_text(json.dumps(plan))
-            r = subprocess.run(["spatch", "--very-quiet", "--sp-file",
-                                str(REPO / "cocci" / "access_marking.cocci"), "-D", "patch",
-                                "--dir", TARGET, "--no-includes", "--include-headers",
-                                "-j", "2"], cwd=self.tree, capture_output=True, text=True,
-                               env=dict(os.environ, LKMM_PLAN=str(pf)))
-            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
-            dst = Path(tmp) / "btrfs"
-            shutil.copytree(Path(self.tree) / TARGET, dst)
-            a = subprocess.run(["git", "apply", "-p1", "-"], cwd=dst, input=r.stdout,
-                               capture_output=True, text=True)
-            self.assertEqual(a.returncode, 0, a.stderr[-2000:])
-            byf = {}
-            for x in keep:
-                byf.setdefault(x["file"], []).append(x)
-            comments = series.load_comments()
-            differ = []
-            for f in sorted(byf):
-                text = (Path(self.tree) / f).read_text(errors="surrogateescape")
-                E, app, _ = rewrite.plan_file_edits(text, byf[f], comments)
-                want = rewrite.render_file(E, set(app))
-                got = (dst / f[len(TARGET) + 1:]).read_text(errors="surrogateescape")
-                if strip(want) != strip(got):
-                    differ.append(f)
-            self.assertEqual(differ, [])
 
     def test_not_analysed_listed(self):
         na = plan_of(self.tree)["not_analysed"]

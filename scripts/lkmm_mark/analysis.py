@@ -1125,8 +1125,8 @@ class Analysis:
             if not links <= gone:
                 continue
             end = end_of(name, k, links)
-            out[name] = (k, end, "detached: unlinked here by %s() under a lock, and no list or tree "
-                         "link of struct %s is left" % (t.text, struct))
+            out[name] = (k, end, "detached: unlinked here by %s() under a lock, and no list "
+                         "or tree link of struct %s is left" % (t.text, struct))
         # a call to a function that detaches the object it is passed
         # (btrfs_delete_ref_head(): rb_erase_cached() of the head's only
         # link under the locks it asserts) detaches the argument here
@@ -1155,8 +1155,8 @@ class Analysis:
                 if not links:
                     continue
                 out[name] = (k, end_of(name, k + 1, links),
-                             "detached: unlinked here by %s() under a lock, which takes it off every "
-                             "list or tree of struct %s" % (toks[k].text, struct))
+                             "detached: unlinked here by %s() under a lock, which takes it "
+                             "off every list or tree of struct %s" % (toks[k].text, struct))
         for name, d in self._new_windows(fn).items():
             out.setdefault(name, d)
         for name, d in self._unpublished_params(fn).items():
@@ -1930,10 +1930,10 @@ class Analysis:
 
     def _declared_owners(self):
         """field -> (declaration, {(file, fn)}) for each field an entry of
-        policies/ 'owners' names: the functions it names, and those only they call (a fixed point over the
-        call graph: a function whose every live call site is in one of them
-        runs in the owner's task too; a function whose address is taken
-        never qualifies)."""
+        policies/ 'owners' names: the functions it names, and those only
+        they call (a fixed point over the call graph: a function whose
+        every live call site is in one of them runs in the owner's task
+        too; a function whose address is taken never qualifies)."""
         out = {}
         for o in self.P.owners:
             fns = {key for key, fn in self.src.funcs.items() if fn.name in o["functions"]}

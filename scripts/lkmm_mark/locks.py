@@ -329,7 +329,7 @@ class LockFlow:
             rest = self.expr(c + 1, hi, before)
             got = rest.copy()
             if name:
-                got.held[self._mode_name(name, spec)] = How(spec["name"] + " succeeded",
+                got.held[mode_name(name, spec)] = How(spec["name"] + " succeeded",
                                                              t[k].line)
                 self.res.events.append((k, "acquire", name))
             # trylock: true means taken; mutex_lock_interruptible: 0 means taken
@@ -397,9 +397,6 @@ class LockFlow:
                                                    % (h.what, v), h.line))
                     self.res.at[j] = cur
                 j += 1
-
-    def _mode_name(self, name, spec):
-        return mode_name(name, spec)
 
     def _pick(self, spec, alo, ahi):
         """The entry of a lock wrapper this call (arguments alo..ahi) is,
@@ -508,7 +505,7 @@ class LockFlow:
         if op in ("acquire", "acquire_ret0", "trylock"):
             # trylock outside a condition: unknown outcome, nothing held
             if op == "acquire" or op == "acquire_ret0":
-                st.held[self._mode_name(name, spec)] = How(spec["name"], line)
+                st.held[mode_name(name, spec)] = How(spec["name"], line)
                 self.res.events.append((k, "acquire", name))
         elif op == "release":
             for nm in (name, name + ":r"):
@@ -517,7 +514,7 @@ class LockFlow:
             st.killed = st.killed | {name, name + ":r"}
             self.res.events.append((k, "release", name))
         elif op == "assert":
-            st.held[self._mode_name(name, spec)] = How(spec["name"], line)
+            st.held[mode_name(name, spec)] = How(spec["name"], line)
             self.res.events.append((k, "assert", name))
         elif op == "downgrade":
             st.held.pop(name, None)
