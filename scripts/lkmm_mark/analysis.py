@@ -1097,9 +1097,7 @@ class Analysis:
             if not types:
                 types.append(self._decl_types(fn))
             struct = types[0].get(name)
-            members = self.src.file_structs.get(fn.file, {}).get(struct) or \
-                self.src.structs.get(struct) or {}
-            return struct, self._links_of(members)
+            return struct, self._struct_links(fn, struct)
 
         for k in range(lo + 1, hi - 5):
             t = toks[k]
@@ -1219,9 +1217,7 @@ class Analysis:
                     _in_loop(toks, lo, k):
                 continue
             struct = types.get(name)
-            members = self.src.file_structs.get(fn.file, {}).get(struct) or \
-                self.src.structs.get(struct) or {}
-            if self._links_of(members) != {link}:
+            if self._struct_links(fn, struct) != {link}:
                 continue
             depth, j = 0, k - 1
             while j > lo and not (toks[j].text in (";", "{", "}") and depth == 0):
@@ -1346,9 +1342,7 @@ class Analysis:
                 continue
             name, link = toks[k + 5].text, toks[k + 7].text
             st = types.get(name)
-            members = self.src.file_structs.get(fn.file, {}).get(st) or \
-                self.src.structs.get(st) or {}
-            if name in out or self._links_of(members) != {link} or _in_loop(toks, lo, k):
+            if name in out or self._struct_links(fn, st) != {link} or _in_loop(toks, lo, k):
                 continue
             state = res.at.get(k + 7) if res is not None else None
             if state is None or any(x != "irqs-off" for x in state.held):
@@ -1409,8 +1403,7 @@ class Analysis:
             # one link only: with two, the object may be on the other one
             # (relink_bitmap_entry() moves an entry that stays in the
             # offset tree)
-            links = self._links_of(self.src.file_structs.get(fn.file, {}).get(st) or
-                                   self.src.structs.get(st) or {})
+            links = self._struct_links(fn, st)
             if len(links) != 1:
                 continue
             for k in range(lo + 1, hi - 5):
@@ -1543,6 +1536,12 @@ class Analysis:
         entries = self._entry_names()
         return {m for m, mem in members.items() if not mem.pointer and not mem.array and
                 mem.type in _LINK_TYPES and (mem.type == "struct rb_node" or m in entries)}
+
+    def _struct_links(self, fn, struct):
+        """_links_of() the struct as fn's file declares it (a local
+        struct shadows a target-wide one of the same name)."""
+        return self._links_of(self.src.file_structs.get(fn.file, {}).get(struct) or
+                              self.src.structs.get(struct) or {})
 
     def _sole_pointers(self):
         """struct T -> (S, F) when S.F is the only member of any struct of
