@@ -330,7 +330,7 @@ class LockFlow:
             got = rest.copy()
             if name:
                 got.held[mode_name(name, spec)] = How(spec["name"] + " succeeded",
-                                                             t[k].line)
+                                                      t[k].line)
                 self.res.events.append((k, "acquire", name))
             # trylock: true means taken; mutex_lock_interruptible: 0 means taken
             taken_if_true = (spec["op"] == "trylock")
