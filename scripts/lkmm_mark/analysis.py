@@ -456,9 +456,10 @@ class Analysis:
         process while this one reads the facts (commands.analyse()).
 
         addr: (name, file, owner function key, call index) for each use of
-        a function's name that is not a call; the call index is set when
-        the name is a whole argument of a synchronous caller (list_sort(),
-        rb_find()...), whose call is then its call site.  Also the
+        a function's name that is not a call; the call index is set, with
+        the name's own index, when the name is a whole argument of a
+        synchronous caller (list_sort(), rb_find()..., or a function that
+        only calls that parameter), whose call is then its call site.  Also the
         functions named in macro bodies, the preprocessor-disabled lines,
         the function names the kernel's trace event headers mention, and
         those a header of the target declares."""
@@ -480,16 +481,37 @@ class Analysis:
                 t = toks[i]
                 if t.kind == "id" and t.text in src.by_name and \
                         (toks[i - 1].kind == "id" and toks[i - 1].text not in KEYWORDS or
-                         toks[i - 1].text == "*") and toks[i + 1].text in (";", "=", ",", "["):
+                         toks[i - 1].text == "*" or
+                         toks[i - 1].text == "," and _declares(toks, i - 1, fn.body_start)) and \
+                        toks[i + 1].text in (";", "=", ",", "["):
                     names.add(t.text)
+            # a parameter too ('u64 *qgroup_reserve' beside static
+            # qgroup_reserve())
+            names.update(n for n in self.params(fn) if n in src.by_name)
             if names:
                 local[(fn.file, fn.body_start, fn.body_end)] = names
+        call_only = self._call_only_params()
         addr = []
         for f, toks in src.toks.items():
             for i, t in enumerate(toks):
                 if t.kind == "id" and t.text in src.by_name and \
                         not (i + 1 < len(toks) and toks[i + 1].text == "("):
                     if i > 0 and toks[i - 1].text in (".", "->"):
+                        continue
+                    # a struct, union or enum tag of the same name ('struct
+                    # btrfs_qgroup_inherit *inherit'), a goto label ('goto
+                    # cleanup_transaction;', 'cleanup_transaction:')
+                    if i > 0 and toks[i - 1].text in ("struct", "union", "enum", "goto"):
+                        continue
+                    # a declaration of a variable or parameter of the same
+                    # name ('u64 *qgroup_reserve)' in a parameter list)
+                    if i > 0 and (toks[i - 1].kind == "id" and toks[i - 1].text not in KEYWORDS or
+                                  toks[i - 1].text == "*") and \
+                            i + 1 < len(toks) and toks[i + 1].text in (";", "=", ",", "[", ")"):
+                        continue
+                    if i + 1 < len(toks) and toks[i + 1].text == ":" and \
+                            toks[i - 1].text in (";", "{", "}", ":") and \
+                            not (i + 2 < len(toks) and toks[i + 2].text == ":"):
                         continue
                     if i > 1 and toks[i - 1].text == "*" and toks[i - 2].text == "(" and \
                             toks[i + 1].text == ")":
@@ -499,16 +521,21 @@ class Analysis:
                     if owner and t.text in local.get((f, owner[0].body_start,
                                                       owner[0].body_end), ()):
                         continue
+                    # ALLOW_ERROR_INJECTION(btrfs_cow_block, ERRNO) at file
+                    # scope: it names the function and calls nothing
+                    if not owner and toks[i - 1].text == "(" and \
+                            toks[i - 2].text in self.P.non_calling:
+                        continue
                     c = self._call_arg(toks, i, owner[0].body_start) if owner else None
                     jcall = None
-                    if c and c[0] in self.P.sync_callers and toks[i - 1].text in (",", "(") \
-                            and toks[i + 1].text in (",", ")"):
+                    if c and (c[0] in self.P.sync_callers or (c[0], c[1]) in call_only) and \
+                            toks[i - 1].text in (",", "(") and toks[i + 1].text in (",", ")"):
                         j = i - 1
                         depth = 0
                         while j > owner[0].body_start and (toks[j].text != "(" or depth):
                             depth += {")": 1, "(": -1}.get(toks[j].text, 0)
                             j -= 1
-                        jcall = j - 1
+                        jcall = (j - 1, i)     # the helper's call, the callback's name
                     addr.append((t.text, f, (owner[0].file, owner[0].name) if owner else None,
                                  jcall, None if owner else _ops_member(toks, i)))
         macro_used = set()
@@ -589,9 +616,12 @@ class Analysis:
         for name, f, owner, jcall, member in scan["addr"]:
             addr_taken.add(name)
             if jcall is not None:
-                st = state_at.get((f, jcall))
+                st = state_at.get((f, jcall[0]))
                 if st is not None:
-                    sync[name].append((src.funcs[owner], st, jcall))
+                    # the site is the callback's name in the helper's
+                    # arguments: toks[k] is no call, so the helper's
+                    # arguments are not taken for the callback's
+                    sync[name].append((src.funcs[owner], st, jcall[1]))
                     not_ops.add(name)
                     continue
             not_sync.add(name)
@@ -622,6 +652,12 @@ class Analysis:
                 direct = [s_ for s_ in self.calls.get(name, [])
                           if src.toks[s_[0].file][s_[2] - 1].text not in ("->", ".")]
                 self.calls[name] = direct + sites
+        # a function stored only in members of structs on its storers'
+        # stacks runs only inside the calls those storers hand the struct
+        # to: 'wc.process_func = replay_one_buffer; walk_log_tree(.., &wc)'
+        for name, sites in self._stack_callbacks(addr_taken).items():
+            addr_taken.discard(name)
+            self.calls[name] = self.calls.get(name, []) + sites
         self.addr_taken = addr_taken
         self.dead_lines = scan["dead_lines"]
         self.macro_used = macro_used = scan["macro_used"]
@@ -671,6 +707,149 @@ class Analysis:
         self.owner_params()
         self.param_escapes()
         self.private_params()
+
+    def _call_only_params(self):
+        """{(function name, argument index)}: function-pointer parameters
+        that every definition of that name only calls ('iterate(...)') or
+        hands whole to such a parameter of another function, and never
+        keeps: a function passed there runs inside the call, like a
+        comparator handed to list_sort() (send.c's iterate_inode_ref())."""
+        src = self.src
+        cand = {}
+        for fn in src.funcs.values():
+            toks = src.toks[fn.file]
+            for n, name in enumerate(self.params(fn)):
+                if not name:
+                    continue
+                uses = []
+                ok = True
+                for i in range(fn.body_start + 1, fn.body_end):
+                    t = toks[i]
+                    if t.kind != "id" or t.text != name or toks[i - 1].text in (".", "->"):
+                        continue
+                    if toks[i + 1].text == "(":
+                        continue                                # called
+                    c = self._call_arg(toks, i, fn.body_start)
+                    if c is not None and c[2] and c[0] not in KEYWORDS:
+                        uses.append((c[0], c[1]))               # handed on whole
+                        continue
+                    ok = False
+                    break
+                if not ok or (not uses and not any(
+                        toks[i].text == name and toks[i + 1].text == "("
+                        for i in range(fn.body_start + 1, fn.body_end))):
+                    cand.setdefault((fn.name, n), []).append(None)
+                else:
+                    cand.setdefault((fn.name, n), []).append(uses)
+        good = {k for k, v in cand.items() if None not in v}
+        while True:
+            drop = {k for k in good
+                    if any(u not in good for uses in cand[k] for u in uses)}
+            if not drop:
+                return good
+            good -= drop
+
+    def _stack_callbacks(self, addr_taken):
+        """{name: call sites} for the address-taken functions whose every
+        mention (outside their own calls) stores them into a member of a
+        struct on the stack of the function doing it, 'wc.m = name;' or
+        '.m = name' in the initialiser of 'struct t wc = {...}', where that
+        function uses the struct only through its members and by handing
+        '&wc' whole to calls.  Such a pointer dies with the storer's frame
+        and reaches no other task, so the function runs only inside those
+        calls (or a direct 'wc.m(...)'): they are its call sites, with the
+        locks the storer holds there."""
+        src = self.src
+        found = {}
+        bad = set()
+        for key, fn in src.funcs.items():
+            toks = src.toks[fn.file]
+            lo, hi = fn.body_start, fn.body_end
+            stack = None
+            for i in range(lo + 1, hi):
+                t = toks[i]
+                if t.kind != "id" or t.text not in addr_taken or toks[i + 1].text == "(" or \
+                        toks[i - 1].text in (".", "->"):
+                    continue
+                if stack is None:
+                    stack = self._stack_structs(fn)
+                var = None
+                if toks[i - 1].text == "=" and toks[i + 1].text == ";" and \
+                        toks[i - 3].text == "." and toks[i - 4].kind == "id" and \
+                        toks[i - 5].text not in (".", "->"):
+                    var = toks[i - 4].text                       # wc.m = name;
+                elif toks[i - 1].text == "=" and toks[i - 3].text == "." and \
+                        toks[i + 1].text in (",", "}"):
+                    j, depth = i - 3, 0                           # .m = name in {...}
+                    while j > lo:
+                        x = toks[j].text
+                        if x in ("}", ")"):
+                            depth += 1
+                        elif x in ("{", "("):
+                            if depth == 0:
+                                break
+                            depth -= 1
+                        elif x == ";" and depth == 0:
+                            j = lo
+                            break
+                        j -= 1
+                    if j > lo and toks[j].text == "{" and toks[j - 1].text == "=" and \
+                            toks[j - 2].kind == "id" and toks[j - 3].kind == "id" and \
+                            toks[j - 4].text in ("struct", "union"):
+                        var = toks[j - 2].text
+                if var is None or var not in stack:
+                    bad.add(t.text)
+                    continue
+                found.setdefault(t.text, set()).add((key, var))
+        out = {}
+        for name, storers in found.items():
+            if name in bad:
+                continue
+            sites = []
+            for key, var in storers:
+                fn = src.funcs[key]
+                toks = src.toks[fn.file]
+                handed = {}
+                for i in range(fn.body_start + 1, fn.body_end):
+                    if toks[i].text != var or toks[i].kind != "id" or \
+                            toks[i - 1].text in (".", "->"):
+                        continue
+                    if toks[i + 1].text == "." or toks[i - 1].text in ("struct", "union") or \
+                            toks[i - 2].text in ("struct", "union"):
+                        continue                         # wc.m, the declaration
+                    if toks[i - 1].text == "&" and toks[i - 2].text in (",", "(") and \
+                            toks[i + 1].text in (",", ")"):
+                        c = self._call_arg(toks, i, fn.body_start)
+                        if c is not None and c[0] not in KEYWORDS:
+                            j = i - 2
+                            depth = 0
+                            while toks[j].text != "(" or depth:
+                                depth += {")": 1, "(": -1}.get(toks[j].text, 0)
+                                j -= 1
+                            handed[j - 1] = i - 1
+                            continue
+                    sites = None                         # any other use: it may escape
+                    break
+                if sites is None:
+                    break
+                for (k, callee, st) in self.flows[key].calls:
+                    if k in handed:
+                        # the site is the '&wc' argument: toks[k] is no call,
+                        # so the helper's arguments are not taken for the
+                        # callback's (_call_args() gives None)
+                        sites.append((fn, st, handed[k]))
+                    elif callee in self._stack_members(toks, k, var):
+                        sites.append((fn, st, k))
+            if sites:
+                out[name] = sites
+        return out
+
+    @staticmethod
+    def _stack_members(toks, k, var):
+        """The member name when toks[k] is the member of 'var.m(...)'."""
+        if toks[k - 1].text == "." and toks[k - 2].text == var:
+            return (toks[k].text,)
+        return ()
 
     def params(self, fn):
         """Parameter names of fn, in order (None where there is no name)."""
@@ -3609,6 +3788,36 @@ class Analysis:
 _BY_CALLERS = "held by all"
 
 _LINK_TYPES = {"struct rb_node", "struct list_head", "struct hlist_node", "struct llist_node"}
+
+
+def _declares(toks, k, lo):
+    """True when the ',' at toks[k] separates the names of a declaration
+    ('u64 meta_reserve, qgroup_reserve;'): the statement it is in starts
+    with a type name followed by a name or '*', outside any parentheses."""
+    depth = 0
+    j = k - 1
+    while j > lo:
+        x = toks[j].text
+        if x in (")", "]", "}") and depth >= 0:
+            if x == "}" and depth == 0:
+                break
+            depth += 1
+        elif x in ("(", "[", "{"):
+            if depth == 0:
+                if x == "{":
+                    break
+                return False
+            depth -= 1
+        elif x == ";" and depth == 0:
+            break
+        j -= 1
+    s = j + 1
+    while toks[s].text in ("const", "static", "unsigned", "signed", "volatile"):
+        s += 1
+    if toks[s].text in ("struct", "union", "enum"):
+        s += 1
+    return toks[s].kind == "id" and toks[s].text not in KEYWORDS and \
+        (toks[s + 1].kind == "id" or toks[s + 1].text == "*")
 
 
 def _owner(fns, starts, i):

@@ -20,6 +20,7 @@ SCHEMA = {
     "policies": list, "rules": list, "subsystem": str, "_comment": str,
     "scalar_typedefs": list, "test_dirs": list, "non_retaining_functions": list,
     "publish_functions": list, "unlink_functions": list, "sync_callers": list,
+    "non_calling_macros": list,
     "link_removal_functions": list, "link_test_functions": list, "ops_contexts": list,
     "container_accessors": list, "param_locks": list, "container_locks": list,
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
@@ -59,6 +60,7 @@ class Policies:
         self.link_removers = set()  # list_del() and friends: a link taken apart
         self.link_tests = set()     # list_empty() and friends: a link only looked at
         self.sync_callers = set()
+        self.non_calling = set()    # ALLOW_ERROR_INJECTION(fn, ..): names fn, adds no caller
         self.new_flags = []         # flags that keep a new object private (I_NEW)
         self.files = []
 
@@ -246,6 +248,7 @@ def load(pdir=None, subsystem="btrfs"):
         P.link_removers.update(d.get("link_removal_functions", []))
         P.link_tests.update(d.get("link_test_functions", []))
         P.sync_callers.update(d.get("sync_callers", []))
+        P.non_calling.update(d.get("non_calling_macros", []))
         for b in d.get("new_object_flags", []):
             _need(f, b, ("member", "flag", "publish", "reason"), "new_object_flags")
             if not isinstance(b["publish"], list) or not b["publish"]:
