@@ -755,13 +755,15 @@ class Analysis:
         struct on the stack of the function doing it, 'wc.m = name;' or
         '.m = name' in the initialiser of 'struct t wc = {...}', where that
         function uses the struct only through its members and by handing
-        '&wc' whole to calls.  Such a pointer dies with the storer's frame
-        and reaches no other task, so the function runs only inside those
-        calls (or a direct 'wc.m(...)'): they are its call sites, with the
-        locks the storer holds there."""
+        '&wc' whole to calls that keep it to themselves (_handed_escapes()).
+        Such a pointer dies with the storer's frame and reaches no other
+        task, so the function runs only inside those calls (or a direct
+        'wc.m(...)'): they are its call sites, with the locks the storer
+        holds there."""
         src = self.src
         found = {}
         bad = set()
+        members = collections.defaultdict(set)          # member -> functions stored in it
         for key, fn in src.funcs.items():
             toks = src.toks[fn.file]
             lo, hi = fn.body_start, fn.body_end
@@ -774,6 +776,8 @@ class Analysis:
                 if stack is None:
                     stack = self._stack_structs(fn)
                 var = None
+                if toks[i - 1].text == "=" and toks[i - 3].text in (".", "->"):
+                    members[toks[i - 2].text].add(t.text)
                 if toks[i - 1].text == "=" and toks[i + 1].text == ";" and \
                         toks[i - 3].text == "." and toks[i - 4].kind == "id" and \
                         toks[i - 5].text not in (".", "->"):
@@ -801,6 +805,11 @@ class Analysis:
                     bad.add(t.text)
                     continue
                 found.setdefault(t.text, set()).add((key, var))
+        # a member call 'wc->process_func(.., wc, ..)' calls one of the
+        # functions stored in that member, when every one of them is such a
+        # callback: it runs in the same task
+        good = set(found) - bad
+        calls_of = {m: fns for m, fns in members.items() if fns <= good}
         out = {}
         for name, storers in found.items():
             if name in bad:
@@ -820,7 +829,8 @@ class Analysis:
                     if toks[i - 1].text == "&" and toks[i - 2].text in (",", "(") and \
                             toks[i + 1].text in (",", ")"):
                         c = self._call_arg(toks, i, fn.body_start)
-                        if c is not None and c[0] not in KEYWORDS:
+                        if c is not None and c[0] not in KEYWORDS and \
+                                not self._handed_escapes(fn, c[0], c[1], calls_of):
                             j = i - 2
                             depth = 0
                             while toks[j].text != "(" or depth:
@@ -843,6 +853,51 @@ class Analysis:
             if sites:
                 out[name] = sites
         return out
+
+    def _handed_escapes(self, caller, callee, n, calls_of):
+        """May the object caller hands as argument n of callee reach another
+        task or outlive the call?  Followed through the target's functions:
+        stored, returned, linked into a list or tree, or handed to code
+        outside the target (but not to the functions calls_of says a member
+        call may reach) is escaping.  A stricter cousin of param_escapes()
+        that can be asked before the call graph is complete."""
+        keep = self.P.non_retaining
+        seen = set()
+        todo = [(caller, callee, n)]
+        while todo:
+            fn, c, m = todo.pop()
+            if c in keep:
+                continue
+            targets = self._callee(fn, c) if c not in calls_of else \
+                [f for x in calls_of[c] for f in self.src.by_name.get(x, [])]
+            if not targets:
+                return True
+            for t in targets:
+                key = (t.file, t.name, m)
+                if key in seen:
+                    continue
+                seen.add(key)
+                names = self.params(t)
+                if m >= len(names) or not names[m]:
+                    return True
+                p = names[m]
+                toks = self.src.toks[t.file]
+                for k1 in self._ids(t).get(p, ()):
+                    if toks[k1 - 1].text == "&" and toks[k1 + 1].text in ("->", "."):
+                        # &p->work handed to queue_work(): the member
+                        # reaches code that may keep it
+                        a = self._call_arg(toks, k1, t.body_start)
+                        if a is not None and a[0] not in KEYWORDS and \
+                                a[0] not in self.lockfns and a[0] not in keep:
+                            return True
+                        if self._published(toks, k1 - 1, t.body_start):
+                            return True
+                for kind, info in self._bare_uses(t, p):
+                    if kind in ("stored", "returned") or kind == "other-arg" and info not in keep:
+                        return True
+                    if kind == "arg":
+                        todo.append((t, info[0], info[1]))
+        return False
 
     @staticmethod
     def _stack_members(toks, k, var):
