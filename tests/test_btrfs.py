@@ -107,6 +107,12 @@ class BtrfsTests(unittest.TestCase):
             ("dev-replace.c", 1056, "btrfs_dev_replace.cursor_left", "owner-read"),
             ("zstd.c", 330, "workspace.req_level", "always-locked"),   # declared owner
             ("zstd.c", 388, "workspace.req_level", "owner-read"),
+            # call-graph precision (fixture callgraph_names): log replay's
+            # callback runs only inside btrfs_recover_log_trees(); a
+            # parameter named do_chunk_alloc no longer hides its callers
+            ("tree-log.c", 816, "btrfs_root.log_root", "lifecycle"),
+            ("tree-log.c", 1925, "btrfs_root.log_root", "lifecycle"),
+            ("block-group.c", 4002, "btrfs_fs_devices.rw_devices", "locked-read"),
         ]
         for f, line, field, rule in fixed:
             got = [(s["action"], s["rule"]) for s in sites if s["file"] == "fs/btrfs/" + f and
