@@ -617,6 +617,11 @@ class Analysis:
             addr_taken.add(name)
             if jcall is not None:
                 st = state_at.get((f, jcall[0]))
+                helper = src.toks[f][jcall[0]].text
+                if st is not None and helper not in self.P.sync_callers:
+                    c = self._call_arg(src.toks[f], jcall[1], src.funcs[owner].body_start)
+                    if c is None or not self._keeps_locks(helper, c[1], src.funcs[owner]):
+                        st = None
                 if st is not None:
                     # the site is the callback's name in the helper's
                     # arguments: toks[k] is no call, so the helper's
@@ -748,6 +753,34 @@ class Analysis:
             if not drop:
                 return good
             good -= drop
+
+    def _keeps_locks(self, helper, n, caller, _seen=None):
+        """A callback handed as argument n of the target's function helper
+        runs there with the locks of the helper's caller only if helper
+        releases none of them before it calls the callback, or hands it on
+        to a function that keeps them too (the lock flow's 'killed': locks
+        the function released that its callers may hold)."""
+        seen = _seen if _seen is not None else set()
+        for fn in self._callee(caller, helper):
+            key = (fn.file, fn.name, n)
+            if key in seen:
+                continue
+            seen.add(key)
+            names = self.params(fn)
+            if n >= len(names) or not names[n]:
+                return False
+            p = names[n]
+            toks = self.src.toks[fn.file]
+            for (k, callee, st) in self.flows[(fn.file, fn.name)].calls:
+                if callee == p:
+                    if st.killed:
+                        return False
+                    continue
+                for m, (a, b) in enumerate(self._call_args(fn.file, k) or ()):
+                    if b - a == 1 and toks[a].text == p:
+                        if st.killed or not self._keeps_locks(callee, m, fn, seen):
+                            return False
+        return True
 
     def _stack_callbacks(self, addr_taken):
         """{name: call sites} for the address-taken functions whose every
@@ -897,6 +930,14 @@ class Analysis:
                         return True
                     if kind == "arg":
                         todo.append((t, info[0], info[1]))
+                # the callback is called through p ('p->fn(..)') or p is handed
+                # on: a lock t released before (the flow's 'killed') is not
+                # the storer's any more there
+                for (k, c2, st) in self.flows[(t.file, t.name)].calls:
+                    if st.killed and (toks[k - 2].text == p and toks[k - 1].text in ("->", ".")
+                                      or any(b - a == 1 and toks[a].text == p for a, b in
+                                             self._call_args(t.file, k) or ())):
+                        return True
         return False
 
     @staticmethod
