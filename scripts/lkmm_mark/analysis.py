@@ -528,9 +528,11 @@ class Analysis:
                         continue
                     c = self._call_arg(toks, i, owner[0].body_start) if owner else None
                     jcall = None
+                    amp = toks[i - 1].text == "&"            # '&btrfs_initxattrs'
                     if c and (c[0] in self.P.sync_callers or (c[0], c[1]) in call_only) and \
-                            toks[i - 1].text in (",", "(") and toks[i + 1].text in (",", ")"):
-                        j = i - 1
+                            toks[i - 1 - amp].text in (",", "(") and \
+                            toks[i + 1].text in (",", ")"):
+                        j = i - 1 - amp
                         depth = 0
                         while j > owner[0].body_start and (toks[j].text != "(" or depth):
                             depth += {")": 1, "(": -1}.get(toks[j].text, 0)
