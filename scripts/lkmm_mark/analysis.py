@@ -2294,18 +2294,21 @@ class Analysis:
             annot[key] = held
         entry = {k: dict(v) for k, v in annot.items()}
         clocks = list(self.P.container_locks.values())
+        # a call passing an object private to the caller (a stack struct, a
+        # fresh allocation) says nothing about the lock that protects the
+        # shared objects of that type (the same in every round below)
+        shared_sites = {}
+        for key, fn in self.src.funcs.items():
+            if fn.name in addr_taken or fn.name in self.macro_used:
+                continue
+            sites = self.sites_of(fn)
+            if sites:
+                shared_sites[key] = [x for x in sites
+                                     if not self._passes_private(x[0], x[2])] or sites
         for _ in range(30):
             changed = False
-            for key, fn in self.src.funcs.items():
-                if fn.name in addr_taken or fn.name in self.macro_used:
-                    continue
-                sites = self.sites_of(fn)
-                if not sites:
-                    continue
-                # a call passing an object private to the caller (a stack
-                # struct, a fresh allocation) says nothing about the lock
-                # that protects the shared objects of that type
-                sites = [x for x in sites if not self._passes_private(x[0], x[2])] or sites
+            for key, sites in shared_sites.items():
+                fn = self.src.funcs[key]
                 common = None
                 for (caller, st, k) in sites:
                     h = set(st.held)

@@ -139,14 +139,34 @@ def get_plan(args, tree=None):
     _wait_writers()
     key = _plan_key(args, tree)
     cfile = cache_dir() / "plans" / (key + ".json")
+    import gc
+    was = gc.isenabled()
     if not args.no_cache and cfile.exists():
-        with open(cfile) as f:
-            return json.load(f)
-    A = analyse(args, tree=tree)
-    d = plan_dict(A)
-    cfile.parent.mkdir(parents=True, exist_ok=True)
-    _write_behind(cfile, d)
+        gc.disable()    # json.load() makes half a million objects, no cycles
+        try:
+            with open(cfile) as f:
+                return json.load(f)
+        finally:
+            if was:
+                gc.enable()
+    gc.disable()        # as in analyse(): plan_dict() adds 31077 dicts
+    try:
+        A = analyse(args, tree=tree)
+        d = plan_dict(A)
+        cfile.parent.mkdir(parents=True, exist_ok=True)
+        _write_behind(cfile, d)
+    finally:
+        if was:
+            gc.enable()
+    # Freeing the analysis here, with the writer just forked, would copy
+    # every page its million objects share with the writer (a second and
+    # more); it lives until the process ends, which the command line
+    # does without freeing anything (scripts/lkmm-mark).
+    _KEEP[:] = [A]
     return d
+
+
+_KEEP = []
 
 
 _WRITERS = []
@@ -297,9 +317,9 @@ def annotate_rewrite(tree, sites, src=None):
 
 def cmd_plan(args):
     d = get_plan(args)
+    text = json.dumps(d, indent=1, sort_keys=True)     # one write (_write_cache())
     with open(args.json, "w") as f:
-        json.dump(d, f, indent=1, sort_keys=True)
-        f.write("\n")
+        f.write(text + "\n")
     n = sum(1 for s in d["sites"] if s["action"] != "none" and not s["test_code"])
     print("%d verdicts, %d need a mark -> %s" % (len(d["sites"]), n, args.json))
     return 0
