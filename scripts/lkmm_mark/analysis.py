@@ -3899,9 +3899,9 @@ def _declares(toks, k, lo):
     j = k - 1
     while j > lo:
         x = toks[j].text
-        if x in (")", "]", "}") and depth >= 0:
+        if x in (")", "]", "}"):
             if x == "}" and depth == 0:
-                break
+                break                   # the end of the statement before
             depth += 1
         elif x in ("(", "[", "{"):
             if depth == 0:
