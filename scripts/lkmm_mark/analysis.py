@@ -2247,7 +2247,7 @@ class Analysis:
             return out
         for f, toks in self.src.toks.items():
             for i, t in enumerate(toks):
-                fn = self._ops_member_at(toks, i, members)
+                fn = self._ops_member_at(toks, i, members) if t.text in members else None
                 if fn is not None:
                     out[fn].append((t.text, f, t.line))
         return out
@@ -3118,7 +3118,7 @@ class Analysis:
             for i, t in enumerate(toks):
                 if t.kind != "id":
                     continue
-                fn = self._ops_member_at(toks, i, ops)
+                fn = self._ops_member_at(toks, i, ops) if t.text in ops else None
                 if fn is not None:
                     # '.member = fn' in an ops table the kernel calls through
                     # (ops_contexts: '.getattr = btrfs_getattr')
