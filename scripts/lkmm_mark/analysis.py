@@ -532,12 +532,8 @@ class Analysis:
                     if c and (c[0] in self.P.sync_callers or (c[0], c[1]) in call_only) and \
                             toks[i - 1 - amp].text in (",", "(") and \
                             toks[i + 1].text in (",", ")"):
-                        j = i - 1 - amp
-                        depth = 0
-                        while j > owner[0].body_start and (toks[j].text != "(" or depth):
-                            depth += {")": 1, "(": -1}.get(toks[j].text, 0)
-                            j -= 1
-                        jcall = (j - 1, i)     # the helper's call, the callback's name
+                        # the helper's call, the callback's name
+                        jcall = (_call_start(toks, i - amp, owner[0].body_start), i)
                     addr.append((t.text, f, (owner[0].file, owner[0].name) if owner else None,
                                  jcall, None if owner else _ops_member(toks, i)))
         macro_used = set()
@@ -817,25 +813,9 @@ class Analysis:
                         toks[i - 3].text == "." and toks[i - 4].kind == "id" and \
                         toks[i - 5].text not in (".", "->"):
                     var = toks[i - 4].text                       # wc.m = name;
-                elif toks[i - 1].text == "=" and toks[i - 3].text == "." and \
-                        toks[i + 1].text in (",", "}"):
-                    j, depth = i - 3, 0                           # .m = name in {...}
-                    while j > lo:
-                        x = toks[j].text
-                        if x in ("}", ")"):
-                            depth += 1
-                        elif x in ("{", "("):
-                            if depth == 0:
-                                break
-                            depth -= 1
-                        elif x == ";" and depth == 0:
-                            j = lo
-                            break
-                        j -= 1
-                    if j > lo and toks[j].text == "{" and toks[j - 1].text == "=" and \
-                            toks[j - 2].kind == "id" and toks[j - 3].kind == "id" and \
-                            toks[j - 4].text in ("struct", "union"):
-                        var = toks[j - 2].text
+                else:
+                    d = _designated_init(toks, i)                 # .m = name in {...}
+                    var = d[1] if d else None
                 if var is None or var not in stack:
                     bad.add(t.text)
                     continue
@@ -866,12 +846,7 @@ class Analysis:
                         c = self._call_arg(toks, i, fn.body_start)
                         if c is not None and c[0] not in KEYWORDS and \
                                 not self._handed_escapes(fn, c[0], c[1], calls_of):
-                            j = i - 2
-                            depth = 0
-                            while toks[j].text != "(" or depth:
-                                depth += {")": 1, "(": -1}.get(toks[j].text, 0)
-                                j -= 1
-                            handed[j - 1] = i - 1
+                            handed[_call_start(toks, i - 1, fn.body_start)] = i - 1
                             continue
                     sites = None                         # any other use: it may escape
                     break
@@ -3963,10 +3938,10 @@ def _a(what):
     return what if what.startswith("called from") else "a " + what
 
 
-def _ops_member(toks, i):
-    """(struct, member) when toks[i] is the value of a designated
-    initializer '.member = name' inside 'struct S x = { ... }' (or an
-    array of them), else None."""
+def _designated_init(toks, i):
+    """(struct, variable, member) when toks[i] is the value of a designated
+    initializer '.member = name' inside 'struct S x = { ... }' (variable
+    None for an array of them, 'struct S x[] = {'), else None."""
     if i < 3 or toks[i - 1].text != "=" or toks[i - 2].kind != "id" or \
             toks[i - 3].text != "." or toks[i + 1].text not in (",", "}"):
         return None
@@ -3989,10 +3964,30 @@ def _ops_member(toks, i):
         return None
     for n in range(k - 1, max(k - 8, 0), -1):
         if toks[n].text == "struct" and toks[n + 1].kind == "id":
-            return (toks[n + 1].text, toks[i - 2].text)
+            var = toks[k - 1].text if n + 2 == k - 1 else None
+            return (toks[n + 1].text, var, toks[i - 2].text)
         if toks[n].text in (";", "}", "{"):
             break
     return None
+
+
+def _ops_member(toks, i):
+    """(struct, member) when toks[i] is the value of a designated
+    initializer '.member = name' inside 'struct S x = { ... }' (or an
+    array of them), else None."""
+    d = _designated_init(toks, i)
+    return (d[0], d[2]) if d else None
+
+
+def _call_start(toks, k, lo):
+    """Index of the name of the call whose argument list holds toks[k]
+    (the token before its '(', past balanced parentheses)."""
+    j = k - 1
+    depth = 0
+    while j > lo and (toks[j].text != "(" or depth):
+        depth += {")": 1, "(": -1}.get(toks[j].text, 0)
+        j -= 1
+    return j - 1
 
 
 def _null_tested(toks, lo, hi, name):

@@ -141,16 +141,13 @@ def get_plan(args, tree=None):
     cfile = cache_dir() / "plans" / (key + ".json")
     import gc
     was = gc.isenabled()
-    if not args.no_cache and cfile.exists():
-        gc.disable()    # json.load() makes half a million objects, no cycles
-        try:
+    # as in analyse(): json.load() and plan_dict() make half a million
+    # objects and no cycles
+    gc.disable()
+    try:
+        if not args.no_cache and cfile.exists():
             with open(cfile) as f:
                 return json.load(f)
-        finally:
-            if was:
-                gc.enable()
-    gc.disable()        # as in analyse(): plan_dict() adds 31077 dicts
-    try:
         A = analyse(args, tree=tree)
         d = plan_dict(A)
         cfile.parent.mkdir(parents=True, exist_ok=True)
