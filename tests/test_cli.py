@@ -29,6 +29,10 @@ class CliErrors(unittest.TestCase):
     def test_no_such_directory(self):
         self.check_error(run("report", "--tree", "/nonexistent/tree"), "no such directory")
 
+    def test_bench_runs(self):
+        self.check_error(run("bench", "--runs", "0", "--tree", "/nonexistent/tree"),
+                         "--runs must be at least 1")
+
     def test_not_a_kernel_tree(self):
         with tempfile.TemporaryDirectory() as d:
             self.check_error(run("report", "--tree", d), "not a kernel tree")

@@ -72,6 +72,8 @@ def build_parser():
 
     p = sub.add_parser("bench", help="time the analysis against spatch --parse-c")
     _common(p)
+    p.add_argument("--runs", type=int, default=1, metavar="N",
+                   help="N rounds of parse, cold and re-run; the ratio's median is the result")
     return ap
 
 
