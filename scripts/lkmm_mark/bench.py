@@ -58,11 +58,14 @@ def run(args):
         print("%-34s %8.1f %8.1f" % ("analysis, re-run, nothing changed", w[0], w[1]))
         print("ratio cold/parse (wall): %.1fx (target <= 3x); re-run %.1f s (target < 2 s)"
               % (c[0] / p[0], w[0]))
-    # peak resident sizes: this process (the inference) and the largest
-    # child (a spatch worker), in MiB (ru_maxrss is in KiB on Linux)
-    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    kid = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print("peak RSS: analysis %.0f MiB, largest child process (spatch, fork) %.0f MiB" % (me, kid))
+        if i == 0:
+            # peak resident sizes of one analysis (later rounds keep the
+            # previous plan alive, so the first round's are the figures):
+            # this process, and the largest child (a spatch worker or a
+            # forked helper); ru_maxrss is in KiB on Linux
+            me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            kid = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+            print("peak RSS: analysis %.0f MiB, largest child process %.0f MiB" % (me, kid))
     if runs > 1:
         ratios = sorted(c[0] / p[0] for p, c, _ in rows)
         print("%d rounds: ratio cold/parse %s; median %.1fx (target <= 3x); "
