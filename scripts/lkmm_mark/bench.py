@@ -25,7 +25,7 @@ def _timed(fn):
 def run(args):
     from .commands import get_plan
     require_tools("spatch")
-    runs = getattr(args, "runs", 1)
+    runs = args.runs
     if runs < 1:
         raise UserError("--runs must be at least 1")
     tree = ensure_tree(args.tree, args.target)
@@ -59,8 +59,9 @@ def run(args):
         print("ratio cold/parse (wall): %.1fx (target <= 3x); re-run %.1f s (target < 2 s)"
               % (c[0] / p[0], w[0]))
         if i == 0:
-            # peak resident sizes of one analysis (later rounds keep the
-            # previous plan alive, so the first round's are the figures):
+            # peak resident sizes of one analysis (a later round builds
+            # its analysis while the previous one is still alive, so the
+            # first round's are the figures):
             # this process, and the largest child (a spatch worker or a
             # forked helper); ru_maxrss is in KiB on Linux
             me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
