@@ -110,6 +110,28 @@ class TokenKinds(unittest.TestCase):
         self.assertEqual((toks[-4].text, toks[-4].line, toks[-4].col), ("e", 4, 0))
 
 
+    def test_bracket_tables_live_with_tokens(self):
+        """index_parens() keeps its tables on the token list, not in module
+        state: the tokens of an analysis are freed with it (they used to
+        stay in a module dict for the life of the process), and the
+        tables agree with a scan of the tokens."""
+        import sys
+        src = "void f(int a[2]) { if (g(a[0], (h))) { x(); } }"
+        toks = csrc.tokenize(src)
+        plain = list(toks)                      # no tables: scanned
+        before = sys.getrefcount(toks)
+        csrc.index_parens(toks)
+        self.assertEqual(sys.getrefcount(toks), before)
+        for i, t in enumerate(toks):
+            if t.text in "([{":
+                self.assertEqual(csrc.match_paren(toks, i), csrc.match_paren(plain, i))
+            if t.text in ")]}":
+                self.assertEqual(csrc.open_of(toks, i), csrc.open_of(plain, i))
+        j = csrc.match_paren(toks, 2)           # the parameter list's '('
+        self.assertEqual((toks[j].text, toks[j + 1].text), (")", "{"))
+        self.assertEqual(csrc.open_of(toks, j), 2)
+
+
 class AgainstSmPL(unittest.TestCase):
     def test_fixtures(self):
         """Every fixture (copied side by side into one small tree)."""

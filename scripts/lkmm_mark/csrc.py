@@ -37,11 +37,17 @@ class Tok:
         return "%s@%d:%d" % (self.text, self.line, self.col)
 
 
+class Toks(list):
+    """A list of tokens; index_parens() keeps its bracket tables on it, so
+    that they live exactly as long as the tokens."""
+    __slots__ = ("closing", "opening")
+
+
 def tokenize(src):
     """Tokens with 1-based line and 0-based column, as spatch reports them.
     Comments and preprocessor lines are dropped (code in both branches of an
     #ifdef is kept, as spatch does)."""
-    toks = []
+    toks = Toks()
     line = 1
     lstart = 0
     at_line_start = True
@@ -76,12 +82,9 @@ def tokenize(src):
     return toks
 
 
-_TABLES = {}
-
-
 def index_parens(toks):
-    """Precompute match_paren() for every bracket of toks (a file's token
-    list that lives as long as the analysis)."""
+    """Precompute match_paren() and open_of() for every bracket of toks (a
+    Toks from tokenize())."""
     n = len(toks)
     tab = [n] * n
     stacks = {"(": [], "[": [], "{": []}
@@ -97,14 +100,15 @@ def index_parens(toks):
                 o = st.pop()
                 tab[o] = i
                 back[i] = o
-    _TABLES[id(toks)] = (toks, tab, back)
+    toks.closing = tab
+    toks.opening = back
 
 
 def open_of(toks, i):
     """Index of the bracket opening the closing bracket toks[i], or -1."""
-    t = _TABLES.get(id(toks))
-    if t is not None and t[0] is toks:
-        return t[2][i]
+    back = getattr(toks, "opening", None)
+    if back is not None:
+        return back[i]
     close = toks[i].text
     return _scan(toks, i, -1, close, {")": "(", "]": "[", "}": "{"}[close], -1)
 
@@ -165,9 +169,9 @@ def base_start(toks, k):
 
 def match_paren(toks, i):
     """Index of the bracket closing toks[i] ('(' '[' '{'), or len(toks)."""
-    t = _TABLES.get(id(toks))
-    if t is not None and t[0] is toks:
-        return t[1][i]
+    tab = getattr(toks, "closing", None)
+    if tab is not None:
+        return tab[i]
     open_ = toks[i].text
     return _scan(toks, i, 1, open_, {"(": ")", "[": "]", "{": "}"}[open_], len(toks))
 
