@@ -109,7 +109,6 @@ class TokenKinds(unittest.TestCase):
                           "#", "#", "c", "\\", "d", "e", "->", "f", ";"])
         self.assertEqual((toks[-4].text, toks[-4].line, toks[-4].col), ("e", 4, 0))
 
-
     def test_bracket_tables_live_with_tokens(self):
         """index_parens() keeps its tables on the token list, not in module
         state: the tokens of an analysis are freed with it (they used to
@@ -123,9 +122,9 @@ class TokenKinds(unittest.TestCase):
         csrc.index_parens(toks)
         self.assertEqual(sys.getrefcount(toks), before)
         for i, t in enumerate(toks):
-            if t.text in "([{":
+            if t.text in ("(", "[", "{"):
                 self.assertEqual(csrc.match_paren(toks, i), csrc.match_paren(plain, i))
-            if t.text in ")]}":
+            if t.text in (")", "]", "}"):
                 self.assertEqual(csrc.open_of(toks, i), csrc.open_of(plain, i))
         j = csrc.match_paren(toks, 2)           # the parameter list's '('
         self.assertEqual((toks[j].text, toks[j + 1].text), (")", "{"))
