@@ -130,6 +130,26 @@ class TokenKinds(unittest.TestCase):
         self.assertEqual((toks[j].text, toks[j + 1].text), (")", "{"))
         self.assertEqual(csrc.open_of(toks, j), 2)
 
+    def test_token_index(self):
+        """TokIndex finds the token at each (line, col), as the dict of
+        positions it replaced did, and nothing between tokens or past the
+        end; equal texts are one string."""
+        src = "struct s { int cnt; };\n\tx->cnt = y.b;  /* c */ z->cnt++;\n#define M(p) ((p)->cnt)\nw(x->cnt);\n"
+        toks = csrc.tokenize(src)
+        at = csrc.TokIndex(toks)
+        want = {(t.line, t.col): i for i, t in enumerate(toks)}
+        self.assertEqual(len(want), len(toks))
+        for lc, i in want.items():
+            self.assertEqual(at.get(lc), i)
+        for line in range(0, 7):
+            for col in range(0, 40):
+                if (line, col) not in want:
+                    self.assertIsNone(at.get((line, col)))
+                    self.assertEqual(at.get((line, col), -1), -1)
+        cnt = [t for t in toks if t.text == "cnt"]
+        self.assertEqual(len(cnt), 4)               # the #define line is dropped
+        self.assertTrue(all(t.text is cnt[0].text for t in cnt))
+
 
 class AgainstSmPL(unittest.TestCase):
     def test_fixtures(self):

@@ -59,7 +59,7 @@ class Source:
         self.structs = {}
         self.struct_files = {}
         self.typedefs = {}
-        self.pos = {}            # file -> {(line, col): token index}
+        self.pos = {}            # file -> (line, col) -> token index (.get())
         self.file_structs = {}   # file -> the structs it defines
         for f in files:
             with open(os.path.join(tree, f), errors="replace") as fh:
@@ -68,7 +68,7 @@ class Source:
             csrc.index_parens(toks)
             self.text[f] = text
             self.toks[f] = toks
-            self.pos[f] = {(t.line, t.col): i for i, t in enumerate(toks)}
+            self.pos[f] = csrc.TokIndex(toks)
             for fn in csrc.find_functions(toks, f):
                 # '#ifdef X / f() {...} / #else / f() {} stub': keep the
                 # larger definition

@@ -8,6 +8,9 @@ the exclusions: bitfields, arrays, __rcu, atomics, locks, embedded
 structs).
 """
 import re
+import sys
+from array import array
+from bisect import bisect_left
 
 _TOKEN = re.compile(r"""
     (?P<nl>\n)
@@ -78,8 +81,31 @@ def tokenize(src):
                 lstart = m.start() + text.rfind("\n") + 1
             continue
         at_line_start = False
-        toks.append(Tok(kind, text, line, m.start() - lstart))
+        # 645 000 tokens of fs/btrfs spell 13 000 texts: one string each
+        toks.append(Tok(kind, _intern(text), line, m.start() - lstart))
     return toks
+
+
+_intern = sys.intern
+
+
+class TokIndex:
+    """(line, col) -> index of the token there, for a token list in source
+    order: a bisection over the packed positions, as .get() of a dict.
+    A dict of (line, col) tuples over fs/btrfs took 85 MB and 0.4 s to
+    build; these arrays take 5 MB and 0.1 s."""
+    __slots__ = ("keys",)
+
+    def __init__(self, toks):
+        self.keys = array("q", [t.line << 24 | t.col for t in toks])
+
+    def get(self, lc, default=None):
+        k = lc[0] << 24 | lc[1]
+        keys = self.keys
+        i = bisect_left(keys, k)
+        if i < len(keys) and keys[i] == k:
+            return i
+        return default
 
 
 def index_parens(toks):

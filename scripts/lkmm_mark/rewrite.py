@@ -50,7 +50,7 @@ class Source:
         self.starts = [0]
         for m in re.finditer("\n", text):
             self.starts.append(m.end())
-        self.at = at if at is not None else {(t.line, t.col): i for i, t in enumerate(self.toks)}
+        self.at = at if at is not None else csrc.TokIndex(self.toks)
 
     def off(self, i):
         t = self.toks[i]
