@@ -84,3 +84,27 @@ class CliErrors(unittest.TestCase):
                 with self.subTest(msg=msg):
                     Path(d, "btrfs", "bad.json").write_text(text)
                     self.check_error(run("report", "--policies", d), msg)
+
+
+class FactsInterpreter(unittest.TestCase):
+    def test_facts_script_runs_in_the_drivers_python(self):
+        """spatch runs the facts script in the driver's interpreter, not in
+        the first python3 in PATH (here one that fails at once)."""
+        sys.path.insert(0, str(REPO / "tests"))
+        import fixture_lib
+        with tempfile.TemporaryDirectory() as d:
+            bad = Path(d, "bin")
+            bad.mkdir()
+            for n in ("python3", "python"):
+                (bad / n).write_text("#!/bin/sh\nexit 3\n")
+                (bad / n).chmod(0o755)
+            tree = fixture_lib.make_tree(REPO / "tests" / "fixtures" / "lock_forms", d)
+            old = os.environ["PATH"]
+            os.environ["PATH"] = str(bad) + os.pathsep + old
+            try:
+                recs, _ = fixture_lib.facts_mod.run(str(tree), fixture_lib.TARGET, 1,
+                                                    use_cache=False)
+            finally:
+                os.environ["PATH"] = old
+            self.assertTrue(any(r["k"] == "acc" for r in recs))
+            self.assertTrue(any(r["k"] == "fn" for r in recs))
