@@ -106,7 +106,7 @@ class _Done:
         return self.recs, True
 
 
-class _Running:
+class Running:
     """A facts pass running in the background (spatch works while the
     caller reads the sources)."""
 
@@ -167,4 +167,4 @@ def start(tree, target, jobs=0, use_cache=True, cocci=FACTS_COCCI):
     if use_cache and cfile.exists():
         with open(cfile) as f:
             return _Done(_parse_lines(f.read().split("\n"))[0])
-    return _Running(tree, target, files, jobs, cfile, cocci)
+    return Running(tree, target, files, jobs, cfile, cocci)
