@@ -179,3 +179,37 @@ class AgainstSmPL(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ScanPlacement(unittest.TestCase):
+    def test_scan_in_thread_child_or_process_agree(self):
+        """The source-only part of the call graph runs in the reading thread
+        while spatch runs (cold), in a forked child beside the analysis
+        (cached facts), or in process (fixture_lib): the verdicts agree."""
+        import argparse
+        from lkmm_mark import commands
+        fx = Path(fixture_lib.HERE) / "fixtures" / "ops_callback"
+        want = fixture_lib.site_lines(fixture_lib.analyse_fixture(fx))
+        with tempfile.TemporaryDirectory(prefix="lkmm-scan-") as tmp:
+            tree = fixture_lib.make_tree(fx, tmp)
+            pol = fixture_lib.make_policies(fx, tmp)
+            old = os.environ.get("LKMM_MARK_CACHE")
+            os.environ["LKMM_MARK_CACHE"] = os.path.join(tmp, "cache")
+            try:
+                for no_cache, where in ((True, "thread"), (False, "child")):
+                    args = argparse.Namespace(tree=str(tree), target=TARGET, policies=str(pol),
+                                              jobs=1, no_cache=no_cache)
+                    if not no_cache:
+                        facts_mod.run(str(tree), TARGET, 1)     # facts cached
+                    A = commands.analyse(args, tree=str(tree), check_tree=False)
+                    self.assertEqual(A.cached, not no_cache)
+                    with self.subTest(where=where):
+                        self.assertEqual(fixture_lib.site_lines(A), want)
+            finally:
+                if old is None:
+                    del os.environ["LKMM_MARK_CACHE"]
+                else:
+                    os.environ["LKMM_MARK_CACHE"] = old
+        # use_bitmap() runs only where the table's member is called, under
+        # the caller's lock: the scan's ops-table entries say so
+        self.assertIn("ops.c:24:11-17: use_bitmap ctl.thresh none (always-locked)", want)
