@@ -31,21 +31,25 @@ def make_tree(fixture, tmp):
     return tree
 
 
-def make_policies(fixture, tmp):
+def make_policies(fixture, tmp, own_text=None):
     pdir = Path(tmp) / "policies"
     (pdir / "btrfs").mkdir(parents=True)
     for f in ("policies.json", "kernel.json"):
         shutil.copy(REPO / "policies" / f, pdir / f)
     own = Path(fixture) / "policies.json"
-    if own.exists():
+    if own_text is not None:
+        (pdir / "btrfs" / "fixture.json").write_text(own_text)
+    elif own.exists():
         shutil.copy(own, pdir / "btrfs" / "fixture.json")
     return pdir
 
 
-def analyse_fixture(fixture):
+def analyse_fixture(fixture, policies=None):
+    """policies: the text of a subsystem policy file to use instead of the
+    fixture's own policies.json."""
     with tempfile.TemporaryDirectory(prefix="lkmm-fx-") as tmp:
         tree = make_tree(fixture, tmp)
-        P = policy_mod.load(make_policies(fixture, tmp))
+        P = policy_mod.load(make_policies(fixture, tmp, policies))
         recs, _ = facts_mod.run(str(tree), TARGET, 1, use_cache=False)
         files = facts_mod.source_files(str(tree), TARGET)
         A = Analysis(str(tree), TARGET, recs, P, files).run()

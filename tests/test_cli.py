@@ -80,6 +80,12 @@ class CliErrors(unittest.TestCase):
                  "mode must be exclusive, read or group"),
                 ('{"lock_functions": [{"name": "f", "op": "acquire", '
                  '"when_field": [0, 1]}]}', "when_field must be"),
+                ('{"phases": [{"struct": "s", "before": ["f"], "after": "g", "reason": "r"}]}',
+                 "'after' must be a non-empty list"),
+                ('{"phases": [{"struct": "s", "before": ["f"], "after": ["f"], "reason": "r"}]}',
+                 "f is both before and after"),
+                ('{"phases": [{"struct": "s", "before": ["f"], "after": ["g"]}]}',
+                 "phases entry without 'reason'"),
             ]:
                 with self.subTest(msg=msg):
                     Path(d, "btrfs", "bad.json").write_text(text)

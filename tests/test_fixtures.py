@@ -31,6 +31,29 @@ for _d in sorted(FIXTURES.iterdir()):
         setattr(FixtureTests, "test_" + _d.name, _make(_d))
 
 
+class DeclaredPhases(unittest.TestCase):
+    def test_the_phase_is_what_keeps_the_finish_plain(self):
+        """Fixture declared_phases without its policies/ 'phases' entry:
+        the finish's loads and the truncation's locked store are marked
+        again, so the entry, not some other rule, keeps them plain."""
+        d = FIXTURES / "declared_phases"
+        A = analyse_fixture(d, policies="{}")
+        got = {(a.fn, a.field, a.line): a.action for a in A.accesses
+               if a.struct == "oext" and a.field != "tree"}
+        for (fn, field, line), action in sorted(got.items()):
+            if fn in ("oext_finish", "oext_file_end", "oext_release"):
+                self.assertEqual(action, "READ_ONCE", (fn, field, line))
+            if fn == "oext_truncate":
+                self.assertEqual(action, "WRITE_ONCE", (fn, field, line))
+        with_phase = {(a.fn, a.field, a.line): a.action for a in analyse_fixture(d).accesses
+                      if a.struct == "oext" and a.field != "tree"}
+        self.assertEqual(set(with_phase), set(got))
+        self.assertEqual({k for k, v in with_phase.items() if v != "none"},
+                         {k for k, v in got.items() if v != "none" and
+                          k[0] not in ("oext_finish", "oext_file_end", "oext_release",
+                                       "oext_truncate")})
+
+
 class RuleCoverage(unittest.TestCase):
     def test_every_rule_has_a_fixture(self):
         """Every rule and exclusion of policies/policies.json is the verdict

@@ -3488,14 +3488,18 @@ class Analysis:
                 continue
             self.verdict(a, info)
             if a.action != "none" and not a.test and info["class"] not in (
-                    "handler", "owner", "atomic-bitops") and a.rule in (
+                    "handler", "atomic-bitops") and a.rule in (
                     "unlocked-read", "unlocked-write", "diagnostic-read"):
+                # an owner's field: only a declared life-cycle order
+                # (policies/ 'phases') says another task's access races
+                # with none; the calling contexts' locks do not
                 self._unraced(a, name, writes_all if a.kind == "read" else
-                              writes_all + reads + m_loads)
+                              writes_all + reads + m_loads,
+                              phases_only=info["class"] == "owner")
         del info["racers"]
         return info
 
-    def _kept_apart(self, a, others):
+    def _kept_apart(self, a, others, phases_only=False):
         """The locks that keep access a from every access of others (the
         tests aside and a itself), one shared in every pair of their
         calling contexts, exclusive on one side (or in two groups that
@@ -3514,6 +3518,14 @@ class Analysis:
                 locks.add(_OWNER_PAIR)
                 n += 1
                 continue
+            ph = self._phase_apart(b, a)
+            if ph is not None:
+                # ordered by the object's declared life cycle, not a lock
+                locks.add(ph)
+                n += 1
+                continue
+            if phases_only:
+                return None
             x = self._pair_excluded(b, a)
             if x is None:
                 return None
@@ -3521,17 +3533,71 @@ class Analysis:
             n += 1
         return sorted(locks) if n else None
 
-    def _unraced(self, a, name, others):
+    def _phase_sets(self):
+        """policies/ 'phases': per entry, the functions of its 'before' and
+        'after' phases, each with the functions only that phase calls
+        (fixed point, as for the life-cycle functions).  A call from an
+        init or teardown function (policies/ 'lifecycle_functions') does
+        not count against a phase: nothing else runs on the object then
+        (btrfs_destroy_inode() removes the ordered extents it finds, as
+        btrfs_finish_ordered_io() does)."""
+        sets = getattr(self, "_phsets", None)
+        if sets is not None:
+            return sets
+        life = getattr(self, "life", None) or set()
+        sets = []
+        for ph in self.P.phases:
+            two = []
+            for side in ("before", "after"):
+                names = set(ph[side])
+                mine = {k for k, fn in self.src.funcs.items() if fn.name in names}
+                for _ in range(20):
+                    changed = False
+                    for key, fn in self.src.funcs.items():
+                        if key in mine or fn.name in self.addr_taken or \
+                                fn.name in self.macro_used:
+                            continue
+                        sites = [(s[0].file, s[0].name) for s in self.sites_of(fn)
+                                 if s[0] is not fn]
+                        if any(c in mine for c in sites) and \
+                                all(c in mine or c in life for c in sites):
+                            mine.add(key)
+                            changed = True
+                    if not changed:
+                        break
+                two.append(mine)
+            # a function both phases reach is in neither
+            both = two[0] & two[1]
+            sets.append((ph, two[0] - both, two[1] - both))
+        self._phsets = sets
+        return sets
+
+    def _phase_apart(self, b, a):
+        """A sentinel naming the policies/ 'phases' entry that orders
+        accesses b and a (one in its 'before' phase, the other in its
+        'after' phase, both to the entry's struct), or None."""
+        if not self.P.phases or a.struct != b.struct or a.func is None or b.func is None:
+            return None
+        ka, kb = (a.file, a.fn), (b.file, b.fn)
+        for ph, before, after in self._phase_sets():
+            if ph["struct"] != a.struct:
+                continue
+            if (kb in before and ka in after) or (ka in before and kb in after):
+                return _PHASE_PAIR + ph["struct"]
+        return None
+
+    def _unraced(self, a, name, others, phases_only=False):
         """Access a, made without the field's lock (or to a field with no
         lock of its own), needs no mark when every conflicting access in
         others (each write, for a read; every other access, for a write)
         is kept apart from it (rule unraced-in-every-context)."""
-        locks = self._kept_apart(a, others)
+        locks = self._kept_apart(a, others, phases_only)
         if locks is None:
             return
         a.action, a.rule = "none", "unraced-in-every-context"
         a.reason = "%s: every %s of it %s: it races with none" % (
-            name, "write" if a.kind == "read" else "other access", _apart_text(locks, a))
+            name, "write" if a.kind == "read" else "other access",
+            _apart_text(locks, a, self.P.phases))
 
     def _tie_evidence(self, name, reads, marked):
         st, fld = name.split(".", 1)
@@ -3661,7 +3727,7 @@ class Analysis:
                 a.reason = "%s is %s without %s elsewhere (e.g. %s() at %s), but each " \
                     "of them %s: nothing races with this locked write" % (
                         name, "written" if b.kind in ("write", "rmw") else "read", lk,
-                        b.fn, b.where(), _apart_text(xl, a))
+                        b.fn, b.where(), _apart_text(xl, a, self.P.phases))
                 return
             if holds_x:
                 a.rule = "locked-write"
@@ -4089,23 +4155,32 @@ def _reaches(toks, j, k):
 
 
 _OWNER_PAIR = "(the task that owns the object)"
+_PHASE_PAIR = "(phase) "
 
 
-def _apart_text(locks, a):
+def _apart_text(locks, a, phases=None):
     """How _kept_apart()'s locks keep the other accesses from access a,
     for a reason text ('every write of it ...')."""
     this = "read" if a.kind == "read" else "write"
     owner = "is made, as this %s is, by the task that owns the object (a struct on " \
         "its stack, or a parameter every caller passes such a struct in)" % this
-    real = [x for x in locks if x != _OWNER_PAIR]
-    if not real:
-        return owner
-    return "shares a lock with this %s in every pair of their calling contexts (%s), " \
-        "exclusive on one side%s%s" % (
-            this, " or ".join(real),
-            " or held in two groups that exclude each other"
-            if any(" against " in lk for lk in real) else "",
-            "" if len(real) == len(locks) else ", or " + owner)
+    parts = []
+    real = [x for x in locks if x != _OWNER_PAIR and not x.startswith(_PHASE_PAIR)]
+    if real:
+        parts.append("shares a lock with this %s in every pair of their calling contexts "
+                     "(%s), exclusive on one side%s" % (
+                         this, " or ".join(real),
+                         " or held in two groups that exclude each other"
+                         if any(" against " in lk for lk in real) else ""))
+    for ph in phases or ():
+        if _PHASE_PAIR + ph["struct"] in locks:
+            parts.append("is ordered with this %s by the life cycle of a struct %s that "
+                         "policies/ 'phases' declares (%s() before %s(): %s)" % (
+                             this, ph["struct"], "(), ".join(ph["before"]),
+                             "(), ".join(ph["after"]), ph["reason"]))
+    if _OWNER_PAIR in locks:
+        parts.append(owner)
+    return ", or ".join(parts)
 
 
 def _holds_any(a, locks):

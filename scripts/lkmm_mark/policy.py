@@ -24,6 +24,7 @@ SCHEMA = {
     "link_removal_functions": list, "link_test_functions": list, "ops_contexts": list,
     "container_accessors": list, "param_locks": list, "container_locks": list,
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
+    "phases": list,
 }
 
 
@@ -46,6 +47,7 @@ class Policies:
         self.container_accessors = {}  # BTRFS_I -> btrfs_inode: the struct embedding the argument
         self.param_locks = {}      # struct type -> spec: a parameter of that type holds a lock
         self.container_locks = {}  # struct -> spec: entries protected by their container's lock
+        self.phases = []           # {struct, before, after, reason}: one object's life-cycle order
         self.exceptions = []
         self.bitops = {}
         self.wait_macros = set()
@@ -220,6 +222,18 @@ def load(pdir=None, subsystem="btrfs"):
                                 "a list of at least two lock names" % (f, c["struct"]))
             # the entry's lock, as it reads in reasons and locks_held
             P.container_locks[c["struct"]] = dict(c, name=" or ".join(c["locks"]))
+        for c in d.get("phases", []):
+            _need(f, c, ("struct", "before", "after", "reason"), "phases")
+            for k in ("before", "after"):
+                if not (isinstance(c[k], list) and c[k] and
+                        all(isinstance(x, str) and x for x in c[k])):
+                    raise UserError("%s: malformed policy file: phases %s: '%s' must be a "
+                                    "non-empty list of function names" % (f, c["struct"], k))
+            if set(c["before"]) & set(c["after"]):
+                raise UserError("%s: malformed policy file: phases %s: %s is both before "
+                                "and after" % (f, c["struct"],
+                                               sorted(set(c["before"]) & set(c["after"]))[0]))
+            P.phases.append(c)
         for c in d.get("container_accessors", []):
             _need(f, c, ("name", "struct"), "container_accessors")
             P.container_accessors[c["name"]] = c["struct"]
