@@ -248,6 +248,33 @@ class CocciPatchModeBtrfs(unittest.TestCase):
             self.assertGreater(len([k for k in applied if k not in nested]), 600)
 
 
+class CommitMessage(unittest.TestCase):
+    def test_plain_by_declared_fact_is_counted(self):
+        """A patch's message counts the loads of its fields that a declared
+        fact (policies/ 'owners', 'phases') left plain, which a reviewer
+        checks against the fact; other plain loads and other fields' are
+        not counted."""
+        def site(field, action, rule, reason="", fn="f", line=1):
+            return {"file": "fs/btrfs/a.c", "line": line, "column": 1, "function": fn,
+                    "struct": "s", "field": field, "action": action, "rule": rule,
+                    "reason": reason, "test_code": False}
+        mark = site("x", "READ_ONCE", "unlocked-read")
+        sites = [mark, site("x", "none", "owner-read", line=2),
+                 site("x", "none", "owner-read", line=3),
+                 site("x", "none", "unraced-in-every-context",
+                      "s.x: every write of it is ordered ... policies/ 'phases' ...", line=4),
+                 site("x", "none", "unraced-in-every-context", "s.x: a lock ...", line=5),
+                 site("y", "none", "owner-read", line=6)]
+        g = {"struct": "s", "fields": ["s.x"], "sites": [mark], "lock": None}
+        body = series.message_body(g, {"sites": sites, "fields": {}}, {})
+        flat = " ".join(body.split())
+        self.assertIn("policies/ 'owners'): 2 reads left plain", flat)
+        self.assertIn("policies/ 'phases'): 1 access left plain", flat)
+        g2 = dict(g, fields=["s.z"])
+        body = series.message_body(g2, {"sites": sites, "fields": {}}, {})
+        self.assertNotIn("declared in", body)
+
+
 def _patches():
     return sorted((REPO / "patches").glob("0*.patch"))
 

@@ -164,7 +164,7 @@ def _wrap(text, width=72, indent=""):
 
 
 def _plural(n, w):
-    return "%d %s%s" % (n, w, "" if n == 1 else "s")
+    return "%d %s%s" % (n, w, "" if n == 1 else ("es" if w.endswith("ss") else "s"))
 
 
 def _short(f):
@@ -273,6 +273,19 @@ def message_body(g, plan, texts):
             if r == "diagnostic-read":
                 t = "read only for a diagnostic uses data_race()"
             lines.append("- %s (%s)" % (t, _plural(cnt[r], "site")))
+    # plain by a declared fact about the code (policies/): a reviewer
+    # checks the fact, not a lock
+    mine = [s for s in plan["sites"] if not s["test_code"] and s["action"] == "none" and
+            "%s.%s" % (s["struct"], s["field"]) in g["fields"]]
+    owner = sum(1 for s in mine if s["rule"] == "owner-read") - cnt["owner-read"]
+    phase = sum(1 for s in mine if "policies/ 'phases'" in (s.get("reason") or ""))
+    if owner > 0:
+        lines.append("- read by the task that owns the field (declared in "
+                     "lkmm-mark's policies/ 'owners'): %s left plain" % _plural(owner, "read"))
+    if phase:
+        lines.append("- ordered with every conflicting access by the object's life "
+                     "cycle (declared in lkmm-mark's policies/ 'phases'): %s left plain"
+                     % _plural(phase, "access"))
     paras.append("\n".join(_wrap(l, indent="  ") for l in lines))
     per_fn = collections.OrderedDict()
     for s in g["sites"]:
@@ -435,7 +448,7 @@ def cover_text(plan, groups, skipped, cps, kv, pv, sites, applied, texts):
         "the same lock. Every hunk is there because of a named rule, computed "
         "from the code: the locks held at each access (including locks held "
         "by every caller), the lock held by the field's writes, and the "
-        "declared owner, handler, init and teardown facts."))
+        "declared owner, handler, life-cycle order, init and teardown facts."))
     paras.append(_wrap(
         "Review every hunk: the protection of a field is inferred from the "
         "code, and the analysis has known false-positive classes (objects "
