@@ -113,12 +113,39 @@ class BtrfsTests(unittest.TestCase):
             ("tree-log.c", 816, "btrfs_root.log_root", "lifecycle"),
             ("tree-log.c", 1925, "btrfs_root.log_root", "lifecycle"),
             ("block-group.c", 4002, "btrfs_fs_devices.rw_devices", "locked-read"),
+            # the declared life cycle of an ordered extent (policies/
+            # 'phases', fixture declared_phases): the finish reads what
+            # the split and the truncation stored before it
+            ("inode.c", 3367, "btrfs_ordered_extent.disk_num_bytes",
+             "unraced-in-every-context"),
+            ("inode.c", 3317, "btrfs_ordered_extent.truncated_len", "unraced-in-every-context"),
+            ("ordered-data.c", 290, "btrfs_ordered_extent.truncated_len",
+             "locked-write-unraced"),
+            # ... and its submitting task, the only one that splits it
+            ("inode.c", 2688, "btrfs_ordered_extent.disk_num_bytes", "owner-read"),
         ]
         for f, line, field, rule in fixed:
             got = [(s["action"], s["rule"]) for s in sites if s["file"] == "fs/btrfs/" + f and
                    s["line"] == line and "%s.%s" % (s["struct"], s["field"]) == field]
             self.assertTrue(got, (f, line, field))
             self.assertIn(("none", rule), got, (f, line, field))
+
+    def test_ordered_extent_races_outside_the_declared_order_stay_flagged(self):
+        """The declared life cycle and submitter of an ordered extent take
+        out the finish's and the submitter's loads only: the split's
+        stores and other tasks' loads (hand review #70, #73) stay marked."""
+        sites = plan_of(self.tree)["sites"]
+        want = [("ordered-data.c", 1151, "file_offset", "WRITE_ONCE"),
+                ("ordered-data.c", 1153, "num_bytes", "WRITE_ONCE"),
+                ("ordered-data.c", 1154, "disk_num_bytes", "WRITE_ONCE"),
+                ("ordered-data.c", 664, "disk_num_bytes", "READ_ONCE"),
+                ("ordered-data.c", 745, "file_offset", "READ_ONCE"),
+                ("ordered-data.c", 746, "num_bytes", "READ_ONCE")]
+        for f, line, field, action in want:
+            got = [s["action"] for s in sites if s["file"] == "fs/btrfs/" + f and
+                   s["line"] == line and s["struct"] == "btrfs_ordered_extent" and
+                   s["field"] == field]
+            self.assertEqual(got, [action], (f, line, field))
 
     # Accesses of the data races KCSAN reported on the pristine kernel
     # (qemu-test/results/kcsan-*.txt, README "KCSAN races on pristine"):
