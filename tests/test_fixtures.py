@@ -41,7 +41,7 @@ class DeclaredPhases(unittest.TestCase):
         got = {(a.fn, a.field, a.line): a.action for a in A.accesses
                if a.struct == "oext" and a.field != "tree"}
         for (fn, field, line), action in sorted(got.items()):
-            if fn in ("oext_finish", "oext_file_end", "oext_release"):
+            if fn in ("oext_finish", "oext_file_end", "oext_release", "oext_csum"):
                 self.assertEqual(action, "READ_ONCE", (fn, field, line))
             if fn == "oext_truncate":
                 self.assertEqual(action, "WRITE_ONCE", (fn, field, line))
@@ -51,7 +51,19 @@ class DeclaredPhases(unittest.TestCase):
         self.assertEqual({k for k, v in with_phase.items() if v != "none"},
                          {k for k, v in got.items() if v != "none" and
                           k[0] not in ("oext_finish", "oext_file_end", "oext_release",
-                                       "oext_truncate")})
+                                       "oext_truncate", "oext_csum")})
+
+    def test_each_order_cites_its_own_declaration(self):
+        """Two orders declared for one struct: a load each makes unraced
+        quotes its own entry only."""
+        A = analyse_fixture(FIXTURES / "declared_phases")
+        why = {a.fn: a.reason for a in A.accesses
+               if a.struct == "oext" and a.field == "start" and
+               a.fn in ("oext_finish", "oext_csum")}
+        self.assertIn("before oext_csum()", why["oext_csum"])
+        self.assertNotIn("oext_finish", why["oext_csum"])
+        self.assertIn("before oext_finish()", why["oext_finish"])
+        self.assertNotIn("oext_csum", why["oext_finish"])
 
 
 class RuleCoverage(unittest.TestCase):

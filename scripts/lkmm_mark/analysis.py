@@ -3579,11 +3579,11 @@ class Analysis:
         if not self.P.phases or a.struct != b.struct or a.func is None or b.func is None:
             return None
         ka, kb = (a.file, a.fn), (b.file, b.fn)
-        for ph, before, after in self._phase_sets():
+        for i, (ph, before, after) in enumerate(self._phase_sets()):
             if ph["struct"] != a.struct:
                 continue
             if (kb in before and ka in after) or (ka in before and kb in after):
-                return _PHASE_PAIR + ph["struct"]
+                return "%s%d %s" % (_PHASE_PAIR, i, ph["struct"])
         return None
 
     def _unraced(self, a, name, others, phases_only=False):
@@ -4172,8 +4172,8 @@ def _apart_text(locks, a, phases=None):
                          this, " or ".join(real),
                          " or held in two groups that exclude each other"
                          if any(" against " in lk for lk in real) else ""))
-    for ph in phases or ():
-        if _PHASE_PAIR + ph["struct"] in locks:
+    for i, ph in enumerate(phases or ()):
+        if "%s%d %s" % (_PHASE_PAIR, i, ph["struct"]) in locks:
             parts.append("is ordered with this %s by the life cycle of a struct %s that "
                          "policies/ 'phases' declares (%s() before %s(): %s)" % (
                              this, ph["struct"], "(), ".join(ph["before"]),
