@@ -121,6 +121,8 @@ class BtrfsTests(unittest.TestCase):
             ("inode.c", 3317, "btrfs_ordered_extent.truncated_len", "unraced-in-every-context"),
             ("ordered-data.c", 290, "btrfs_ordered_extent.truncated_len",
              "locked-write-unraced"),
+            ("file-item.c", 705, "btrfs_ordered_extent.file_offset",
+             "unraced-in-every-context"),
             # ... and its submitting task, the only one that splits it
             ("inode.c", 2688, "btrfs_ordered_extent.disk_num_bytes", "owner-read"),
         ]
