@@ -86,6 +86,8 @@ class CliErrors(unittest.TestCase):
                  "f is both before and after"),
                 ('{"phases": [{"struct": "s", "before": ["f"], "after": ["g"]}]}',
                  "phases entry without 'reason'"),
+                ('{"phases": [1]}', "phases entry 1 is not an object"),
+                ('{"owners": ["a.b"]}', "owners entry \"a.b\" is not an object"),
             ]:
                 with self.subTest(msg=msg):
                     Path(d, "btrfs", "bad.json").write_text(text)

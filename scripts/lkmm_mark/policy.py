@@ -93,6 +93,9 @@ def _read(path):
 
 
 def _need(path, obj, keys, what):
+    if not isinstance(obj, dict):
+        raise UserError("%s: malformed policy file: %s entry %s is not an object"
+                        % (path, what, json.dumps(obj)))
     for k in keys:
         if k not in obj:
             raise UserError("%s: malformed policy file: %s entry without '%s'" % (path, what, k))
