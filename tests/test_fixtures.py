@@ -60,6 +60,9 @@ class DeclaredPhases(unittest.TestCase):
         why = {a.fn: a.reason for a in A.accesses
                if a.struct == "oext" and a.field == "start" and
                a.fn in ("oext_finish", "oext_csum")}
+        from lkmm_mark.analysis import PHASE_TAG
+        for r in why.values():
+            self.assertIn(PHASE_TAG, r)      # what series.py counts
         self.assertIn("before oext_csum()", why["oext_csum"])
         self.assertNotIn("oext_finish", why["oext_csum"])
         self.assertIn("before oext_finish()", why["oext_finish"])

@@ -28,6 +28,7 @@ from pathlib import Path
 from fixture_lib import REPO, TARGET, analyse_fixture, make_tree, make_policies, \
     policy_mod, facts_mod, Analysis
 from lkmm_mark import rewrite, series
+from lkmm_mark.analysis import PHASE_TAG
 from lkmm_mark.commands import plan_dict
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -262,7 +263,7 @@ class CommitMessage(unittest.TestCase):
         sites = [mark, site("x", "none", "owner-read", line=2),
                  site("x", "none", "owner-read", line=3),
                  site("x", "none", "unraced-in-every-context",
-                      "s.x: every write of it is ordered ... policies/ 'phases' ...", line=4),
+                      "s.x: every write of it is ordered ... %s ..." % PHASE_TAG, line=4),
                  site("x", "none", "unraced-in-every-context", "s.x: a lock ...", line=5),
                  site("y", "none", "owner-read", line=6)]
         g = {"struct": "s", "fields": ["s.x"], "sites": [mark], "lock": None}

@@ -2187,18 +2187,9 @@ class Analysis:
         too; a function whose address is taken never qualifies)."""
         out = {}
         for o in self.P.owners:
-            fns = {key for key, fn in self.src.funcs.items() if fn.name in o["functions"]}
-            changed = True
-            while changed:
-                changed = False
-                for key, fn in self.src.funcs.items():
-                    if key in fns or key in self.dead or fn.name in self.addr_taken or \
-                            fn.name in self.macro_used:
-                        continue
-                    sites = [s_ for s_ in self.sites_of(fn) if s_[0] is not fn]
-                    if sites and all((s_[0].file, s_[0].name) in fns for s_ in sites):
-                        fns.add(key)
-                        changed = True
+            fns = self._only_called_from(
+                {key for key, fn in self.src.funcs.items() if fn.name in o["functions"]},
+                skip=self.dead)
             for name in o["field"]:
                 out[name] = (o, fns)
         return out
@@ -2565,20 +2556,29 @@ class Analysis:
     # ----------------------------------------------------------- exclusions
     def lifecycle_functions(self):
         """Declared init/teardown functions, and functions only they call."""
-        life = {k for k, fn in self.src.funcs.items() if self.P.is_lifecycle(fn.name)}
-        for _ in range(20):
+        return self._only_called_from(
+            {k for k, fn in self.src.funcs.items() if self.P.is_lifecycle(fn.name)})
+
+    def _only_called_from(self, keys, also=frozenset(), skip=frozenset()):
+        """keys and, to a fixed point, every function whose live call sites
+        are all in that set or in also (at least one in the set):
+        functions that run only inside the ones named.  Recursive calls do
+        not count (the outermost call decides); a function whose address
+        is taken, or that a macro body names, never qualifies (its callers
+        are not all visible); nor does one in skip."""
+        mine = set(keys)
+        changed = True
+        while changed:
             changed = False
             for key, fn in self.src.funcs.items():
-                if key in life or fn.name in self.addr_taken or fn.name in self.macro_used:
+                if key in mine or key in skip or fn.name in self.addr_taken or \
+                        fn.name in self.macro_used:
                     continue
-                # recursive calls do not count: the outermost call decides
-                sites = [s for s in self.sites_of(fn) if s[0] is not fn]
-                if sites and all((s[0].file, s[0].name) in life for s in sites):
-                    life.add(key)
+                sites = [(s[0].file, s[0].name) for s in self.sites_of(fn) if s[0] is not fn]
+                if any(c in mine for c in sites) and all(c in mine or c in also for c in sites):
+                    mine.add(key)
                     changed = True
-            if not changed:
-                break
-        return life
+        return mine
 
     def find_constructors(self):
         """Functions returning an object they allocated: 'x = kzalloc(); ...
@@ -3544,28 +3544,11 @@ class Analysis:
         sets = getattr(self, "_phsets", None)
         if sets is not None:
             return sets
-        life = getattr(self, "life", None) or set()
         sets = []
         for ph in self.P.phases:
-            two = []
-            for side in ("before", "after"):
-                names = set(ph[side])
-                mine = {k for k, fn in self.src.funcs.items() if fn.name in names}
-                for _ in range(20):
-                    changed = False
-                    for key, fn in self.src.funcs.items():
-                        if key in mine or fn.name in self.addr_taken or \
-                                fn.name in self.macro_used:
-                            continue
-                        sites = [(s[0].file, s[0].name) for s in self.sites_of(fn)
-                                 if s[0] is not fn]
-                        if any(c in mine for c in sites) and \
-                                all(c in mine or c in life for c in sites):
-                            mine.add(key)
-                            changed = True
-                    if not changed:
-                        break
-                two.append(mine)
+            two = [self._only_called_from({k for k, fn in self.src.funcs.items()
+                                           if fn.name in ph[side]}, also=self.life)
+                   for side in ("before", "after")]
             # a function both phases reach is in neither
             both = two[0] & two[1]
             sets.append((ph, two[0] - both, two[1] - both))
@@ -3583,7 +3566,7 @@ class Analysis:
             if ph["struct"] != a.struct:
                 continue
             if (kb in before and ka in after) or (ka in before and kb in after):
-                return "%s%d %s" % (_PHASE_PAIR, i, ph["struct"])
+                return _phase_key(i, ph)
         return None
 
     def _unraced(self, a, name, others, phases_only=False):
@@ -4156,6 +4139,13 @@ def _reaches(toks, j, k):
 
 _OWNER_PAIR = "(the task that owns the object)"
 _PHASE_PAIR = "(phase) "
+# how a reason names a declared life-cycle order (series.py counts them)
+PHASE_TAG = "policies/ 'phases'"
+
+
+def _phase_key(i, ph):
+    """_kept_apart()'s sentinel for entry i of policies/ 'phases'."""
+    return "%s%d %s" % (_PHASE_PAIR, i, ph["struct"])
 
 
 def _apart_text(locks, a, phases=None):
@@ -4173,10 +4163,10 @@ def _apart_text(locks, a, phases=None):
                          " or held in two groups that exclude each other"
                          if any(" against " in lk for lk in real) else ""))
     for i, ph in enumerate(phases or ()):
-        if "%s%d %s" % (_PHASE_PAIR, i, ph["struct"]) in locks:
+        if _phase_key(i, ph) in locks:
             parts.append("is ordered with this %s by the life cycle of a struct %s that "
-                         "policies/ 'phases' declares (%s() before %s(): %s)" % (
-                             this, ph["struct"], "(), ".join(ph["before"]),
+                         "%s declares (%s() before %s(): %s)" % (
+                             this, ph["struct"], PHASE_TAG, "(), ".join(ph["before"]),
                              "(), ".join(ph["after"]), ph["reason"]))
     if _OWNER_PAIR in locks:
         parts.append(owner)

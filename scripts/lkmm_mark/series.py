@@ -21,6 +21,7 @@ import textwrap
 from pathlib import Path
 
 from . import rewrite
+from .analysis import PHASE_TAG
 from .tree import UserError, cache_dir, log, kernel_version, installed_version, \
     PACKAGE, PACKAGE_VERSION, ensure_tree, require_tools
 
@@ -278,7 +279,7 @@ def message_body(g, plan, texts):
     mine = [s for s in plan["sites"] if not s["test_code"] and s["action"] == "none" and
             "%s.%s" % (s["struct"], s["field"]) in g["fields"]]
     owner = sum(1 for s in mine if s["rule"] == "owner-read") - cnt["owner-read"]
-    phase = sum(1 for s in mine if "policies/ 'phases'" in (s.get("reason") or ""))
+    phase = sum(1 for s in mine if PHASE_TAG in (s.get("reason") or ""))
     if owner > 0:
         lines.append("- read by the task that owns the field (declared in "
                      "lkmm-mark's policies/ 'owners'): %s left plain" % _plural(owner, "read"))
