@@ -19,7 +19,23 @@ class Result(unittest.TextTestResult):
         self.passed += 1
 
 
+def install():
+    """What the tests use, installed as the main job installs it (apt as
+    root; otherwise one line naming the apt-get command): so that this
+    command works on a fresh machine before anything else has run."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
+    from lkmm_mark import deps
+    from lkmm_mark.base import UserError
+    try:
+        deps.ensure(deps.TESTS, "the tests")
+    except UserError as e:
+        print("tests: %s" % e)
+        print("0 passed, 1 failed")
+        sys.exit(1)
+
+
 def main(argv):
+    install()
     pattern = argv[0] if argv else "test_*.py"
     suite = unittest.defaultTestLoader.discover(HERE, pattern=pattern, top_level_dir=HERE)
     runner = unittest.TextTestRunner(verbosity=2, resultclass=Result, stream=sys.stdout)

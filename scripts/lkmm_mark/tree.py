@@ -8,29 +8,14 @@ Debian package (installed with apt when missing).
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+
+from .base import UserError, cache_dir, log  # noqa: F401 (re-exported)
 
 PACKAGE = "linux-source-6.1"
 # The exact base the committed series was generated against.
 PACKAGE_VERSION = "6.1.192-3"
 TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
-
-
-class UserError(Exception):
-    """A problem with the user's input: printed as one line, exit 2."""
-
-
-def cache_dir():
-    base = os.environ.get("LKMM_MARK_CACHE")
-    if base:
-        return Path(base)
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "lkmm-mark"
-
-
-def log(msg):
-    print("lkmm-mark: " + msg, file=sys.stderr, flush=True)
 
 
 def installed_version():
@@ -45,20 +30,15 @@ def installed_version():
 
 
 def apt_install(spec):
-    if os.geteuid() != 0:
-        raise UserError("%s is not installed; run: sudo apt-get install %s" % (PACKAGE, spec))
-    log("installing %s with apt" % spec)
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL)
-    r = subprocess.run(["apt-get", "install", "-y", "-q", spec], env=env,
-                       stdout=subprocess.DEVNULL)
-    if r.returncode != 0:
+    from . import deps
+    try:
+        deps.apt_install([spec], "the kernel sources")
+    except UserError:
+        if os.geteuid() != 0:
+            raise
         # The pinned version may have left the archive: take what there is,
         # and say so (check_base() reports the difference).
-        r = subprocess.run(["apt-get", "install", "-y", "-q", PACKAGE], env=env,
-                           stdout=subprocess.DEVNULL)
-        if r.returncode != 0:
-            raise UserError("apt-get install %s failed" % PACKAGE)
+        deps.apt_install([PACKAGE], "the kernel sources")
 
 
 def check_kernel_tree(path, target="fs/btrfs"):
@@ -90,29 +70,38 @@ def kernel_version(tree):
 
 
 def pristine_tree():
-    """The cached unpack of linux-source-6.1, made once."""
+    """The cached unpack of linux-source-6.1, made once.  Unpacked under a
+    temporary name and renamed into place, the stamp written last, all
+    under the entry's lock: a second run waits, a killed one leaves only
+    a temporary directory that the next run removes."""
+    from .cachelock import locked, stamp_ok, write_stamp
     dest = cache_dir() / PACKAGE
     stamp = cache_dir() / (PACKAGE + ".unpacked")
     ver = installed_version()
     if ver is None or not TARBALL.exists():
         apt_install("%s=%s" % (PACKAGE, PACKAGE_VERSION))
         ver = installed_version()
-    if stamp.exists() and stamp.read_text().strip() == ver and dest.is_dir():
+    if stamp_ok(stamp, ver) and dest.is_dir():
         return dest
-    log("unpacking %s %s into %s" % (PACKAGE, ver, cache_dir()))
-    cache_dir().mkdir(parents=True, exist_ok=True)
-    if dest.exists():
-        shutil.rmtree(dest)
-    tmp = cache_dir() / (PACKAGE + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    r = subprocess.run(["tar", "-xJf", str(TARBALL), "-C", str(tmp)])
-    if r.returncode != 0:
-        raise UserError("cannot unpack %s" % TARBALL)
-    (tmp / PACKAGE).rename(dest)
-    tmp.rmdir()
-    stamp.write_text(ver + "\n")
+    with locked(PACKAGE, "the unpacked " + PACKAGE):
+        if stamp_ok(stamp, ver) and dest.is_dir():
+            return dest                     # another run unpacked it meanwhile
+        log("unpacking %s %s into %s" % (PACKAGE, ver, cache_dir()))
+        cache_dir().mkdir(parents=True, exist_ok=True)
+        if stamp.exists():
+            stamp.unlink()
+        for old in [dest] + list(cache_dir().glob(PACKAGE + ".tmp*")):
+            if old.exists():
+                shutil.rmtree(old)
+        tmp = cache_dir() / (PACKAGE + ".tmp%d" % os.getpid())
+        tmp.mkdir()
+        r = subprocess.run(["tar", "-xJf", str(TARBALL), "-C", str(tmp)])
+        if r.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise UserError("cannot unpack %s" % TARBALL)
+        (tmp / PACKAGE).rename(dest)
+        tmp.rmdir()
+        write_stamp(stamp, ver)
     return dest
 
 
@@ -133,7 +122,7 @@ def base_description(tree):
 
 
 def require_tools(*tools):
-    for t in tools:
-        if shutil.which(t) is None:
-            raise UserError("%s not found; install it with: apt-get install %s"
-                            % (t, {"spatch": "coccinelle"}.get(t, t)))
+    """Install (as root) or name the package of each missing program."""
+    from . import deps
+    known = dict(deps.TESTS)
+    deps.ensure([(t, known.get(t, t)) for t in tools])

@@ -61,20 +61,13 @@ KERNEL_TOP = {"Documentation", "LICENSES", "arch", "block", "certs", "crypto", "
               "rust", "samples", "scripts", "security", "sound", "tools", "usr", "virt",
               "COPYING", "CREDITS", "Kbuild", "Kconfig", "MAINTAINERS", "Makefile", "README"}
 
-# Host tools and the Debian package that provides each.
-HOST_TOOLS = [
-    ("make", "make"), ("gcc", "gcc"), ("flex", "flex"), ("bison", "bison"), ("bc", "bc"),
-    ("patch", "patch"), ("sparse", "sparse"), ("ccache", "ccache"),
-    ("qemu-system-x86_64", "qemu-system-x86"), ("perl", "perl"),
-    ("/usr/include/libelf.h", "libelf-dev"), ("/usr/include/openssl/ssl.h", "libssl-dev"),
-    ("/usr/lib/x86_64-linux-gnu/libc.a", "libc6-dev"),
-    ("/bin/busybox", "busybox-static"), ("/usr/bin/btrfs", "btrfs-progs"),
-    ("/usr/sbin/mkfs.btrfs", "btrfs-progs"), ("/usr/bin/stress-ng", "stress-ng"),
-    ("/usr/bin/fio", "fio"), ("ldd", "libc-bin"),
-]
 GUEST_BINARIES = ["/usr/bin/btrfs", "/usr/sbin/mkfs.btrfs", "/usr/bin/stress-ng", "/usr/bin/fio"]
 
 MARK = "@@LKMM"
+# A fixed, valid date for the kernel's version string and the initramfs
+# timestamps: the same bytes on every build (reproducible builds), and no
+# "date: invalid date" from the scripts that parse it.
+BUILD_TIMESTAMP = "Thu Jan  1 00:00:00 UTC 2026"
 
 
 def vdir():
@@ -93,23 +86,8 @@ def nproc():
 # host packages
 
 def ensure_host_tools():
-    missing = []
-    for tool, pkg in HOST_TOOLS:
-        present = os.path.exists(tool) if tool.startswith("/") else shutil.which(tool)
-        if not present and pkg not in missing:
-            missing.append(pkg)
-    if not missing:
-        return
-    if os.geteuid() != 0:
-        raise UserError("missing packages: %s (run: sudo apt-get install %s)"
-                        % (" ".join(missing), " ".join(missing)))
-    progress("installing %s with apt-get" % " ".join(missing))
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL)
-    r = subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends"] + missing,
-                       env=env, stdout=subprocess.DEVNULL)
-    if r.returncode != 0:
-        raise UserError("apt-get install %s failed" % " ".join(missing))
+    from . import deps
+    deps.ensure(deps.VERIFY, "verification")
 
 
 # --------------------------------------------------------------------------
@@ -273,7 +251,7 @@ def _env():
     env = dict(os.environ)
     env.update(CCACHE_DIR=str(cache_dir() / "ccache"), CCACHE_BASEDIR=str(vdir() / "src"),
                CCACHE_NOHASHDIR="1", CCACHE_MAXSIZE=env.get("CCACHE_MAXSIZE", "8G"),
-               KBUILD_BUILD_TIMESTAMP="lkmm-mark", KBUILD_BUILD_USER="lkmm",
+               KBUILD_BUILD_TIMESTAMP=BUILD_TIMESTAMP, KBUILD_BUILD_USER="lkmm",
                KBUILD_BUILD_HOST="verify", LC_ALL="C")
     return env
 
