@@ -12,6 +12,9 @@ def _common(p):
     p.add_argument("--policies", help="policies directory (default: the repository's policies/)")
     p.add_argument("--jobs", "-j", type=int, default=0, help="spatch workers (default: nproc)")
     p.add_argument("--no-cache", action="store_true", help="ignore cached facts")
+    p.add_argument("--allow-stale-facts", action="store_true",
+                   help="a policies/ name the tree lacks is a warning, not an error "
+                   "(for trees of other versions)")
 
 
 def build_parser():

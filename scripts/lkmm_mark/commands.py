@@ -7,6 +7,7 @@ import threading
 import time
 
 from . import facts as facts_mod
+from . import factcheck
 from . import policy as policy_mod
 from .analysis import Analysis, Source
 from .tree import ensure_tree, UserError, require_tools
@@ -48,6 +49,9 @@ def _analyse(args, tree=None, check_tree=True):
             except (OSError, AttributeError):
                 pass
             src = box["src"] = Source(str(tree), files)
+            # the facts checked against the code before anything uses them
+            box["stale"] = factcheck.check(P, tree, src,
+                                           getattr(args, "allow_stale_facts", False))
             if spatch_running:
                 # the source-only part of the call graph too, while the
                 # main thread only waits for spatch.  (A child forked
@@ -63,15 +67,20 @@ def _analyse(args, tree=None, check_tree=True):
     t = threading.Thread(target=read_sources, daemon=True)
     t.start()
     try:
+        t.join()
+        if "err" in box:
+            if spatch_running:
+                job.cancel()
+            raise box["err"]
         recs, cached = job.result()
     finally:
         t.join()
-    if "err" in box:
-        raise box["err"]
     src = box["src"]
+    stale = box["stale"]
     A = Analysis(str(tree), args.target, recs, P, files, src=src)
     A.run(scan=box.get("scan") or _scan_beside(A))
     A.cached = cached
+    A.stale_facts = stale
     return A
 
 
@@ -158,7 +167,9 @@ def get_plan(args, tree=None):
     try:
         if not args.no_cache and cfile.exists():
             with open(cfile) as f:
-                return json.load(f)
+                d = json.load(f)
+            _stale_again(d, args)
+            return d
         A = analyse(args, tree=tree)
         d = plan_dict(A)
         cfile.parent.mkdir(parents=True, exist_ok=True)
@@ -183,6 +194,18 @@ def get_plan(args, tree=None):
 
 
 _KEEP = []
+
+
+def _stale_again(d, args):
+    """A cached plan made with --allow-stale-facts: the same warnings, or
+    the error when the flag is not given this time."""
+    from .tree import log
+    stale = d.get("stale_facts") or []
+    if stale and not getattr(args, "allow_stale_facts", False):
+        raise UserError("stale fact: %s (%d in all; --allow-stale-facts makes this "
+                        "a warning)" % (stale[0], len(stale)))
+    for x in stale:
+        log("warning: stale fact: " + x)
 
 
 _WRITERS = []
@@ -293,6 +316,7 @@ def plan_dict(A):
         d["handler"] = v["handler"]["reason"] if v.get("handler") else None
         fields[k] = d
     return {"target": A.target, "sites": sites, "fields": fields,
+            "stale_facts": getattr(A, "stale_facts", []),
             "not_analysed": [{"file": f, "line": l, "function": n} for f, l, n in A.not_analysed]}
 
 

@@ -50,13 +50,16 @@ def apt_command(pkgs):
 
 def apt_install(pkgs, why=""):
     """Install Debian packages (exact 'name=version' specs allowed), one
-    run at a time; UserError with the command to run when not root."""
+    run at a time; UserError with the command to run when not root.
+    why: what is missing, for the message ('spatch not found')."""
     if not pkgs:
         return
+    why = why or "missing " + " ".join(pkgs)
     if os.geteuid() != 0:
-        raise UserError("missing %s%s; run as root: %s"
-                        % (" ".join(pkgs), " (" + why + ")" if why else "",
-                           apt_command(pkgs)))
+        raise UserError("%s; run as root: %s" % (why, apt_command(pkgs)))
+    if shutil.which("apt-get") is None:
+        raise UserError("%s, and apt-get is not in PATH to install %s"
+                        % (why, " ".join(pkgs)))
     from .cachelock import locked
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     with locked("apt", "installing packages"):
@@ -71,7 +74,7 @@ def apt_install(pkgs, why=""):
                                                  "--no-install-recommends"] + still,
                            env=env, stdout=subprocess.DEVNULL)
     if r.returncode != 0:
-        raise UserError("apt-get install %s failed" % " ".join(still))
+        raise UserError("%s; apt-get install %s failed" % (why, " ".join(still)))
 
 
 def _installed(spec):
@@ -88,7 +91,11 @@ def _installed(spec):
 
 def ensure(tools, why=""):
     """Make every (tool, package) of tools present."""
-    apt_install(missing(tools), why)
-    gone = missing(tools)
+    gone = [t for t, _ in tools if not present(t)]
+    if not gone:
+        return
+    what = "%s not found%s" % (", ".join(gone), " (" + why + ")" if why else "")
+    apt_install(missing(tools), what)
+    gone = [t for t, _ in tools if not present(t)]
     if gone:
-        raise UserError("still missing after apt-get: %s" % " ".join(gone))
+        raise UserError("%s not found after apt-get install" % ", ".join(gone))

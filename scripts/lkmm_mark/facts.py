@@ -126,6 +126,13 @@ class Running:
             shutil.rmtree(self.tmp, ignore_errors=True)
             raise
 
+    def cancel(self):
+        """Stop spatch and forget its output (the caller found bad input)."""
+        self.proc.kill()
+        self.proc.wait()
+        self.err.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
     def result(self):
         try:
             rc = self.proc.wait()

@@ -24,7 +24,7 @@ SCHEMA = {
     "link_removal_functions": list, "link_test_functions": list, "ops_contexts": list,
     "container_accessors": list, "param_locks": list, "container_locks": list,
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
-    "phases": list,
+    "phases": list, "pseudo_locks": list,
 }
 
 
@@ -48,6 +48,7 @@ class Policies:
         self.param_locks = {}      # struct type -> spec: a parameter of that type holds a lock
         self.container_locks = {}  # struct -> spec: entries protected by their container's lock
         self.phases = []           # {struct, before, after, reason}: one object's life-cycle order
+        self.pseudo_locks = {}     # name -> {name, struct, reason}: a protocol that acts as a lock
         self.exceptions = []
         self.bitops = {}
         self.wait_macros = set()
@@ -237,6 +238,9 @@ def load(pdir=None, subsystem="btrfs"):
                                 "and after" % (f, c["struct"],
                                                sorted(set(c["before"]) & set(c["after"]))[0]))
             P.phases.append(c)
+        for c in d.get("pseudo_locks", []):
+            _need(f, c, ("name", "struct", "reason"), "pseudo_locks")
+            P.pseudo_locks[c["name"]] = c
         for c in d.get("container_accessors", []):
             _need(f, c, ("name", "struct"), "container_accessors")
             P.container_accessors[c["name"]] = c["struct"]

@@ -32,13 +32,13 @@ def installed_version():
 def apt_install(spec):
     from . import deps
     try:
-        deps.apt_install([spec], "the kernel sources")
+        deps.apt_install([spec], "%s not installed" % PACKAGE)
     except UserError:
         if os.geteuid() != 0:
             raise
         # The pinned version may have left the archive: take what there is,
         # and say so (check_base() reports the difference).
-        deps.apt_install([PACKAGE], "the kernel sources")
+        deps.apt_install([PACKAGE], "%s not installed" % PACKAGE)
 
 
 def check_kernel_tree(path, target="fs/btrfs"):

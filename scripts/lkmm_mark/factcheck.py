@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Facts checked against the code: every name policies/ states (functions,
+macros, structs, fields, locks) must exist in the tree it is applied to.
+
+A fact whose name the code lacks (a typo, or code that moved since the fact
+was written) would silently do nothing; here it is an error naming the
+file, the entry and the name.  With --allow-stale-facts it is a warning,
+for trees of other versions.
+
+Where a name is looked for:
+- the subsystem's files (policies/<subsystem>/): in the target's sources
+  (any identifier; a struct.field as a member of the struct when the
+  target defines the struct);
+- the kernel-wide files (kernel.json): in the target and in the tree's
+  include/ (arch/x86/include too), searched with one grep for the names
+  the target lacks.
+"""
+import json
+import re
+import subprocess
+from pathlib import Path
+
+from .base import UserError, log
+
+_ID = re.compile(r"^[A-Za-z_]\w*$")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"', re.S)
+
+# Per key of a policy file: which values are names, as (path, kind).
+# A path is a key of the entry (a list of names is checked name by name);
+# "" is the entry itself (lists of names).  Kinds: "id" an identifier
+# (function, macro, member, flag), "struct" a struct name, "field"
+# struct.field, "lock" a lock as the analysis names it (struct.field or
+# a variable), "file" a path below the tree.
+NAMES = {
+    "lock_functions": [("name", "id"), ("lock", "lock"), ("when_field.1", "field")],
+    "diagnostic_calls": [("", "id")], "assertion_calls": [("", "id")],
+    "allocators": [("", "id")], "freers": [("", "id")],
+    "lifecycle_functions": [("", "id")], "marking_macros": [("", "id")],
+    "owners": [("field", "field"), ("functions", "id")],
+    "task_private": [("struct", "struct")],
+    "handlers": [("functions", "id"), ("fields", "field")],
+    "contexts": [("call", "id")],
+    "exceptions": [("file", "file"), ("field", "field")],
+    "atomic_bitops": [("name", "id")], "wait_macros": [("", "id")],
+    "non_retaining_functions": [("", "id")], "publish_functions": [("name", "id")],
+    "unlink_functions": [("", "id")], "sync_callers": [("", "id")],
+    "non_calling_macros": [("", "id")], "link_removal_functions": [("", "id")],
+    "link_test_functions": [("", "id")],
+    "ops_contexts": [("member", "id")],
+    "ops_entry_locks": [("member", "id"), ("lock", "lock")],
+    "container_accessors": [("name", "id"), ("struct", "struct")],
+    "param_locks": [("struct", "struct"), ("lock", "lock"), ("weak_sources", "id")],
+    "container_locks": [("struct", "struct"), ("locks", "lock")],
+    "new_object_flags": [("member", "id"), ("flag", "id"), ("publish", "id")],
+    "phases": [("struct", "struct"), ("before", "id"), ("after", "id")],
+    "pseudo_locks": [("struct", "struct")],
+}
+
+
+def _values(entry, path):
+    if path == "":
+        v = entry
+    else:
+        v = entry
+        for k in path.split("."):
+            if isinstance(v, dict):
+                v = v.get(k)
+            elif isinstance(v, list) and k.isdigit() and int(k) < len(v):
+                v = v[int(k)]
+            else:
+                return []
+    if v is None:
+        return []
+    return [x for x in (v if isinstance(v, list) else [v]) if isinstance(x, str)]
+
+
+def _entry_name(key, entry):
+    if isinstance(entry, dict):
+        for k in ("name", "struct", "member", "call", "field", "file"):
+            if isinstance(entry.get(k), str):
+                return "%s %s" % (key, entry[k])
+    return key
+
+
+def wanted(path):
+    """(key, entry label, kind, name) for every name of one policy file."""
+    with open(path) as f:
+        data = json.load(f)
+    out = []
+    for key, specs in NAMES.items():
+        for entry in data.get(key, []) if isinstance(data.get(key), list) else []:
+            for p, kind in specs:
+                for v in _values(entry, p):
+                    out.append((key, _entry_name(key, entry), kind, v))
+    return out
+
+
+class Universe:
+    """The names a tree defines or uses: the target's identifiers, struct
+    members, and (on demand) identifiers of the tree's include/."""
+
+    def __init__(self, tree, src):
+        self.tree = Path(tree)
+        self.src = src
+        ids = set()
+        for text in src.text.values():
+            # identifiers of the code, #define lines included (the tokens
+            # leave preprocessor lines out), comments and strings not
+            ids.update(_WORD.findall(_NOISE.sub(" ", text)))
+        self.ids = ids
+
+    def include_ids(self, names):
+        """The subset of names that occur as words in include/ (one grep)."""
+        names = sorted({n for n in names if _ID.match(n)})
+        dirs = [d for d in ("include", "arch/x86/include") if (self.tree / d).is_dir()]
+        if not names or not dirs:
+            return set()
+        r = subprocess.run(["grep", "-rhowF", "--include=*.h", "-f", "-"] + dirs,
+                           input="\n".join(names) + "\n", cwd=str(self.tree),
+                           capture_output=True, text=True)
+        return set(r.stdout.split())
+
+    def has(self, kind, name, wide):
+        """True, False, or None: not in the target, look in include/
+        (kernel-wide facts only)."""
+        miss = None if wide else False
+        if kind == "file":
+            return (self.tree / name).exists()
+        if name == "*":
+            return True
+        if kind in ("field", "lock") and "." in name:
+            st, fld = name.split(".", 1)
+            fld = fld.split(".")[0]
+            defs = [d[st] for d in self.src.file_structs.values() if st in d]
+            if defs:
+                # several files may define a struct of that name
+                return fld == "*" or any(fld in d for d in defs)
+            return True if st in self.ids and fld in self.ids | {"*"} else miss
+        if not _ID.match(name):
+            return True                 # a pseudo-lock ('irqs-off'), not a C name
+        return True if name in self.ids or (kind == "struct" and name in self.src.structs) \
+            else miss
+
+
+def check(P, tree, src, allow_stale=False):
+    """Every name of every policy file of P, looked up in the tree: a list
+    of 'file: entry: name' for the missing ones.  Raises UserError on the
+    first file with missing names unless allow_stale (then logs each)."""
+    u = Universe(tree, src)
+    missing, pending = [], []
+    for f in P.files:
+        wide = Path(f).name in ("kernel.json", "policies.json")
+        for key, label, kind, name in wanted(f):
+            # a declared pseudo-lock names a protocol, not a member
+            ok = True if kind == "lock" and name in P.pseudo_locks else u.has(kind, name, wide)
+            if ok is None:
+                pending.append((f, label, kind, name))
+            elif not ok:
+                missing.append((f, label, name))
+    if pending:
+        words = set()
+        for _, _, kind, name in pending:
+            words.update(x for x in name.split(".") if _ID.match(x))
+        found = u.include_ids(words)
+        for f, label, kind, name in pending:
+            parts = [x for x in name.split(".") if x not in ("*", "?")]
+            if not all(x in found or x in u.ids for x in parts):
+                missing.append((f, label, name))
+    lines = ["%s: %s: '%s' is not in %s" % (_rel(f), label, name, tree)
+             for f, label, name in missing]
+    if lines and not allow_stale:
+        raise UserError("stale fact: %s (%d in all; --allow-stale-facts makes this "
+                        "a warning)" % (lines[0], len(lines)))
+    for x in lines:
+        log("warning: stale fact: " + x)
+    return lines
+
+
+def _rel(f):
+    p = Path(f)
+    return "/".join(p.parts[-2:]) if p.parent.name != "policies" else "policies/" + p.name
