@@ -27,8 +27,10 @@ def lock_path(name):
     return d / (safe + ".lock")
 
 
-@contextlib.contextmanager
-def locked(name, what=None):
+def acquire(name, what=None):
+    """Take the lock (waiting, with one line, when another run holds it):
+    an open descriptor that release() closes.  A child forked meanwhile
+    shares the lock until it exits too."""
     path = lock_path(name)
     fd = os.open(str(path), os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -41,9 +43,24 @@ def locked(name, what=None):
             fcntl.flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
         os.pwrite(fd, b"%d\n" % os.getpid(), 0)
-        yield path
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def release(fd):
+    if fd is not None:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def locked(name, what=None):
+    fd = acquire(name, what)
+    try:
+        yield lock_path(name)
     finally:
-        os.close(fd)                        # releases the lock
+        release(fd)
 
 
 def _holder(fd):

@@ -6,6 +6,7 @@ import sys
 import threading
 import time
 
+from . import cachelock
 from . import facts as facts_mod
 from . import factcheck
 from . import policy as policy_mod
@@ -164,7 +165,13 @@ def get_plan(args, tree=None):
     # as in analyse(): json.load() and plan_dict() make half a million
     # objects and no cycles
     gc.disable()
+    lock = None
     try:
+        if not args.no_cache and not cfile.exists():
+            # one analysis per plan at a time: a second run waits and reads
+            # the first one's plan (the writer forked below holds the lock
+            # too, until the file is in place)
+            lock = cachelock.acquire("plan-" + key[:24], "the analysis of " + args.target)
         if not args.no_cache and cfile.exists():
             with open(cfile) as f:
                 d = json.load(f)
@@ -175,6 +182,7 @@ def get_plan(args, tree=None):
         cfile.parent.mkdir(parents=True, exist_ok=True)
         _write_behind(cfile, d)
     finally:
+        cachelock.release(lock)
         if was:
             # The analysis and the plan go to the collector's permanent
             # generation first (they hold no garbage cycles: a collection

@@ -11,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import cachelock
 from .tree import UserError, cache_dir, log, require_tools
 
 REPO = Path(__file__).resolve().parents[2]
@@ -110,7 +111,8 @@ class Running:
     """A facts pass running in the background (spatch works while the
     caller reads the sources)."""
 
-    def __init__(self, tree, target, files, jobs, cfile, cocci):
+    def __init__(self, tree, target, files, jobs, cfile, cocci, lock=None):
+        self.lock = lock                # the cache entry's, released with the result
         self.tmp = tempfile.mkdtemp(prefix="lkmm-facts-")
         self.target = target
         self.cfile = cfile
@@ -124,6 +126,7 @@ class Running:
                                          stdout=subprocess.DEVNULL, stderr=self.err, text=True)
         except BaseException:
             shutil.rmtree(self.tmp, ignore_errors=True)
+            cachelock.release(self.lock)
             raise
 
     def cancel(self):
@@ -132,6 +135,7 @@ class Running:
         self.proc.wait()
         self.err.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        cachelock.release(self.lock)
 
     def result(self):
         try:
@@ -160,6 +164,8 @@ class Running:
                 self.proc.wait()
             self.err.close()
             shutil.rmtree(self.tmp, ignore_errors=True)
+            cachelock.release(self.lock)
+            self.lock = None
 
 
 def start(tree, target, jobs=0, use_cache=True, cocci=FACTS_COCCI):
@@ -172,6 +178,17 @@ def start(tree, target, jobs=0, use_cache=True, cocci=FACTS_COCCI):
     key = facts_key(tree, target, files, cocci)
     cfile = cache_dir() / "facts" / (key + ".json")
     if use_cache and cfile.exists():
-        with open(cfile) as f:
-            return _Done(_parse_lines(f.read().split("\n"))[0])
-    return Running(tree, target, files, jobs, cfile, cocci)
+        return _Done(_read_cache(cfile))
+    # one facts pass per key at a time: a second run waits for the first
+    # and reads what it wrote (the file itself is written whole or not at
+    # all: os.replace())
+    lock = cachelock.acquire("facts-" + key[:24], "the facts pass over " + target)
+    if use_cache and cfile.exists():
+        cachelock.release(lock)
+        return _Done(_read_cache(cfile))
+    return Running(tree, target, files, jobs, cfile, cocci, lock)
+
+
+def _read_cache(cfile):
+    with open(cfile) as f:
+        return _parse_lines(f.read().split("\n"))[0]
