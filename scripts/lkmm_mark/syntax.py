@@ -143,3 +143,28 @@ class Syntax:
                 return None
             j -= 1
         return None
+
+    def _reassigned(self, fn, p):
+        """Does fn assign to its parameter p (so p may name another object)?"""
+        key = (fn.file, fn.body_start, p)
+        c = self._stackcache.get(key)
+        if c is None:
+            c = self._stackcache[key] = any(kind == "assigned"
+                                            for kind, _ in self._bare_uses(fn, p))
+        return c
+
+    def _stack_structs(self, fn):
+        """Names of the structs on fn's stack ('struct x name;'), whether or
+        not their address escapes: the task running fn owns them."""
+        key = (fn.file, fn.body_start)
+        c = self._stackcache.get(key)
+        if c is None:
+            toks = self.src.toks[fn.file]
+            c = {}                                  # an ordered set
+            hi = fn.body_end
+            for k in range(fn.body_start, hi - 3):
+                if toks[k].text in ("struct", "union") and toks[k + 1].kind == "id" and \
+                        toks[k + 2].kind == "id" and toks[k + 3].text in (";", "=", ",", "["):
+                    c[toks[k + 2].text] = None
+            self._stackcache[key] = c
+        return c
