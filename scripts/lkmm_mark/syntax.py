@@ -2,11 +2,12 @@
 """What a function's tokens say, for every stage after it: its parameter
 names, where each identifier occurs in its body, how a variable itself is
 used (assigned, stored, returned, handed to a call), the calls and their
-arguments around a token, the target's definitions a call may reach.
+arguments around a token, the target's definitions a call may reach,
+the structs on its stack and whether it assigns a parameter again.
 
 Reads .src and, in _bare_uses(), .lockfns (callgraph.py: a lock wrapper's
 argument is no use of the object).  Sets nothing but its caches
-(_paramcache, _idcache, _argcache).
+(_paramcache, _idcache, _argcache, _stackcache).
 """
 import collections
 
