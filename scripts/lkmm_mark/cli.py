@@ -94,6 +94,14 @@ def main(argv):
         if args.cmd == "am":
             from .series import cmd_am
             return cmd_am(args)
+        if args.cmd in ("series", "rewrite"):
+            from . import series
+            return getattr(series, "cmd_" + args.cmd)(args)
+        if args.cmd == "bench":
+            from . import bench
+            return bench.run(args)
+        if args.cmd == "run":
+            return cmd_run(args)
         if args.cmd == "verify":
             from . import verify
             return verify.main(args)
@@ -104,3 +112,31 @@ def main(argv):
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def cmd_run(args):
+    """Main job end to end: plan, series, git am on pristine, verify."""
+    from . import series
+    from .commands import get_plan
+    from .tree import ensure_tree, log
+    args.check = False
+    args.in_place = False
+    tree = ensure_tree(args.tree, args.target)
+    d = get_plan(args, tree)
+    n = sum(1 for s in d["sites"] if s["action"] != "none" and not s["test_code"])
+    log("analysis: %d sites need a mark (%d functions not analysed)"
+        % (n, len(d["not_analysed"])))
+    rc = series.cmd_series(args)
+    if rc != 0:
+        return rc
+    out = args.out or str(series.REPO / "patches")
+    ok, msg = series.git_am(tree, out, args.target)
+    print(msg if ok else "lkmm-mark: error: " + msg)
+    if not ok:
+        return 1
+    if args.no_verify:
+        return 0
+    from . import verify
+    vargs = argparse.Namespace(tree=args.tree, patches=out, kcsan=False,
+                               stress_seconds=args.stress_seconds, rest=[])
+    return verify.main(vargs)

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Sub-commands: facts, report, plan, bench (series and rewrite live in series.py)."""
+"""The analysis and its plan (analyse(), get_plan(), plan_dict()), and the
+sub-commands facts, report and plan.  Imports nothing that imports it:
+cli.py dispatches bench, series, rewrite and run (the main job), which
+use the plan from here."""
 import json
 import os
 import sys
@@ -334,14 +337,14 @@ def annotate_rewrite(tree, sites, src=None):
     inside an expression, a BUG_ON() line, a line that would pass 100
     columns); "nested": true marks a load whose base is itself rewritten
     (READ_ONCE(READ_ONCE(a->b)->c)), which only the series rewriter does."""
-    from . import rewrite, series
-    planned = series.select_sites({"sites": sites})
+    from . import rewrite
+    planned = rewrite.select_sites({"sites": sites})
     byf = {}
     for s in planned:
         byf.setdefault(s["file"], []).append(s)
     why = {}
     nested = set()
-    comments = series.load_comments()
+    comments = rewrite.load_comments()
     for f, ss in byf.items():
         try:
             with open(os.path.join(tree, f), encoding="utf-8", errors="surrogateescape") as fh:
@@ -371,46 +374,3 @@ def cmd_plan(args):
     n = sum(1 for s in d["sites"] if s["action"] != "none" and not s["test_code"])
     print("%d verdicts, %d need a mark -> %s" % (len(d["sites"]), n, args.json))
     return 0
-
-
-def cmd_bench(args):
-    from .bench import run
-    return run(args)
-
-
-def cmd_series(args):
-    from .series import cmd_series as f
-    return f(args)
-
-
-def cmd_rewrite(args):
-    from .series import cmd_rewrite as f
-    return f(args)
-
-
-def cmd_run(args):
-    """Main job end to end: plan, series, git am on pristine, verify."""
-    from . import series
-    from .tree import log
-    args.check = False
-    args.in_place = False
-    tree = ensure_tree(args.tree, args.target)
-    d = get_plan(args, tree)
-    n = sum(1 for s in d["sites"] if s["action"] != "none" and not s["test_code"])
-    log("analysis: %d sites need a mark (%d functions not analysed)"
-        % (n, len(d["not_analysed"])))
-    rc = series.cmd_series(args)
-    if rc != 0:
-        return rc
-    out = args.out or str(series.REPO / "patches")
-    ok, msg = series.git_am(tree, out, args.target)
-    print(msg if ok else "lkmm-mark: error: " + msg)
-    if not ok:
-        return 1
-    if args.no_verify:
-        return 0
-    from . import verify
-    import argparse
-    vargs = argparse.Namespace(tree=args.tree, patches=out, kcsan=False,
-                               stress_seconds=args.stress_seconds, rest=[])
-    return verify.main(vargs)

@@ -17,10 +17,14 @@ reason; skipped sites are listed in the cover letter and stay in the report.
 """
 import bisect
 import difflib
+import json
 import re
+from pathlib import Path
 
 from . import csrc
 from .csrc import tokenize
+
+REPO = Path(__file__).resolve().parents[2]
 
 MARKERS = ("READ_ONCE", "WRITE_ONCE", "data_race")
 ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
@@ -33,6 +37,30 @@ HEADER_KW = {"if", "while", "for", "switch"}
 
 class Skip(Exception):
     pass
+
+
+def load_comments():
+    with open(REPO / "policies" / "comments.json") as f:
+        d = json.load(f)
+    return {k: v for k, v in d.items() if not k.startswith("_")}
+
+
+def select_sites(plan):
+    """Sites the series touches: every planned mark outside test code, and
+    the owner reads the commit style comments."""
+    sites = [s for s in plan["sites"] if not s["test_code"]]
+    unlocked_w = {(s["file"], s["function"], s["struct"], s["field"])
+                  for s in sites if s["rule"] == "unlocked-write"}
+    out = []
+    for s in sites:
+        if s["action"] != "none":
+            out.append(s)
+        elif s["rule"] == "owner-read":
+            s = dict(s, comment=(s["file"], s["function"], s["struct"], s["field"])
+                     in unlocked_w)
+            if s["comment"]:
+                out.append(s)
+    return out
 
 
 def width(s):

@@ -21,6 +21,7 @@ import textwrap
 from pathlib import Path
 
 from . import rewrite
+from .rewrite import load_comments, select_sites
 from .analysis import PHASE_TAG
 from .tree import UserError, cache_dir, log, kernel_version, installed_version, \
     PACKAGE, PACKAGE_VERSION, ensure_tree, require_tools
@@ -36,12 +37,6 @@ RULE_ORDER = ["locked-write", "unlocked-write", "unlocked-read", "locked-read",
 ACTION_ORDER = ["READ_ONCE", "WRITE_ONCE", "data_race"]
 
 
-def load_comments():
-    with open(REPO / "policies" / "comments.json") as f:
-        d = json.load(f)
-    return {k: v for k, v in d.items() if not k.startswith("_")}
-
-
 def rule_texts(policies_dir=None):
     p = Path(policies_dir or REPO / "policies") / "policies.json"
     with open(p) as f:
@@ -50,24 +45,6 @@ def rule_texts(policies_dir=None):
 
 
 # ------------------------------------------------------------------ edits
-
-def select_sites(plan):
-    """Sites the series touches: every planned mark outside test code, and
-    the owner reads the commit style comments."""
-    sites = [s for s in plan["sites"] if not s["test_code"]]
-    unlocked_w = {(s["file"], s["function"], s["struct"], s["field"])
-                  for s in sites if s["rule"] == "unlocked-write"}
-    out = []
-    for s in sites:
-        if s["action"] != "none":
-            out.append(s)
-        elif s["rule"] == "owner-read":
-            s = dict(s, comment=(s["file"], s["function"], s["struct"], s["field"])
-                     in unlocked_w)
-            if s["comment"]:
-                out.append(s)
-    return out
-
 
 def compute_edits(tree, sites, comments):
     """{file: Edits}, applied keys, {key: reason} for skipped sites."""

@@ -1,0 +1,500 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Stage 2d: what holds when a function runs, from its callers and its
+registrations: the locks held on entry (annotations, assertions, lock
+parameters, ops methods, and those every caller holds: a fixed point),
+the locksets of each calling context, the locks each access holds, and
+the execution contexts (handlers, what runs at any time).
+
+Reads .flows, .calls (sites_of()), .lockfns, .addr_taken, .macro_used,
+.P, and asks ownership.py whether a call passes a private object
+(_passes_private(): such a call says nothing about shared objects).
+Sets .entry ((file, fn) -> lock -> How), each access's .held
+(attach_held()), .any_time and .handover (contexts(), which returns the
+context of each handler and of its callees).  An access whose callers'
+locks are not all seen here ends as a false 'unlocked' in
+protection.py; caller_contexts() and _ctx_excluded() are where a read is
+found apart from every write by its callers' locks alone.
+"""
+import collections
+
+from . import csrc
+from .locks import How, group_lock, mode_name, groups_exclude
+from .source import _short
+from .tokutil import _null_tested, _split
+
+# how entry_locks() names a lock every caller holds
+_BY_CALLERS = "held by all"
+
+
+class Callers:
+    def _ops_member_at(self, toks, i, members):
+        """The function toks[i] registers when it is '.member = fn' of an ops
+        table initialiser with member in members, else None."""
+        t = toks[i]
+        if t.kind == "id" and t.text in members and 0 < i < len(toks) - 3 and \
+                toks[i - 1].text == "." and toks[i + 1].text == "=" and \
+                toks[i + 2].kind == "id" and toks[i + 3].text in (",", "}") and \
+                toks[i + 2].text in self.src.by_name:
+            return toks[i + 2].text
+        return None
+
+    def _ops_members(self, members):
+        """fn name -> [(member, file, line)] for the '.member = fn' entries
+        of ops tables whose member is in members."""
+        out = collections.defaultdict(list)
+        if not members:
+            return out
+        for f, toks in self.src.toks.items():
+            for i, t in enumerate(toks):
+                fn = self._ops_member_at(toks, i, members) if t.text in members else None
+                if fn is not None:
+                    out[fn].append((t.text, f, t.line))
+        return out
+
+    def entry_locks(self):
+        """Locks held at entry: annotations, and held by every caller (fixed point)."""
+        annot = {}
+        # a method of an ops table the caller calls with a lock held
+        # (policies 'ops_entry_locks': the VFS holds i_rwsem around ->unlink)
+        ops_entry = self._ops_members(self.P.ops_entry_locks)
+        for key, fn in self.src.funcs.items():
+            annot[key] = self._own_entry_locks(key, fn, ops_entry)
+        entry = {k: dict(v) for k, v in annot.items()}
+        clocks = list(self.P.container_locks.values())
+        shared_sites = self._shared_sites()
+        for _ in range(30):
+            changed = False
+            for key, sites in shared_sites.items():
+                fn = self.src.funcs[key]
+                common = _held_by_all(sites, entry, clocks)
+                new = dict(annot[key])
+                for n in sorted(common or ()):
+                    if n not in new:
+                        c0 = sites[0]
+                        new[n] = How(_BY_CALLERS + " %d callers (%s at %s:%d)"
+                                     % (len(sites), c0[0].name, _short(c0[0].file),
+                                        self.src.toks[c0[0].file][c0[2]].line),
+                                     fn.line)
+                if set(new) != set(entry[key]):
+                    entry[key] = new
+                    changed = True
+            if not changed:
+                break
+        self.entry = entry
+
+    def _own_entry_locks(self, key, fn, ops_entry):
+        """The locks fn itself says it is entered with: annotations, a
+        declared unlock wrapper, assertions before any acquisition, lock
+        parameters, a lock the caller of an ops method holds."""
+        held = {}
+        for (nm, toks) in fn.annots:
+            if nm in ("__must_hold", "__releases"):
+                name = self._annot_lock(fn, toks)
+                if name:
+                    held[name] = How(nm + "() annotation", fn.line)
+        # a declared unlock wrapper (policies 'lock_functions', op
+        # release) is entered with the lock it releases held
+        spec = self.lockfns.get(fn.name)
+        if spec is not None and spec.get("op") == "release" and spec.get("lock") and \
+                not spec.get("when_arg") and not spec.get("when_field"):
+            held[mode_name(group_lock(spec["lock"], spec), spec)] = How(
+                "%s() is a declared unlock wrapper of %s, entered with it held"
+                % (fn.name, spec["lock"]), fn.line)
+        # an assertion with no acquisition before it: held on entry
+        res = self.flows.get(key)
+        acquired = set()
+        for (k, op, name) in (res.events if res else ()):
+            if op == "acquire":
+                acquired.add(name)
+            elif op == "assert" and name not in acquired and name not in held:
+                held[name] = How("asserted held in %s()" % fn.name,
+                                 self.src.toks[fn.file][k].line)
+        if self.P.param_locks:
+            for name, how in self._param_held(fn).items():
+                held.setdefault(name, how)
+        for member, f, line in ops_entry.get(fn.name, ()):
+            spec = self.P.ops_entry_locks[member]
+            held.setdefault(mode_name(spec["lock"], spec), How(
+                "held by the caller of ->%s (.%s = %s at %s:%d; %s)" % (
+                    member, member, fn.name, _short(f), line, spec["reason"]), fn.line))
+        return held
+
+    def _shared_sites(self):
+        """function key -> its call sites, less those that pass an object
+        private to the caller (all of them if every one does)."""
+        addr_taken = self.addr_taken
+        # a call passing an object private to the caller (a stack struct, a
+        # fresh allocation) says nothing about the lock that protects the
+        # shared objects of that type (the same in every round below)
+        shared_sites = {}
+        for key, fn in self.src.funcs.items():
+            if fn.name in addr_taken or fn.name in self.macro_used:
+                continue
+            sites = self.sites_of(fn)
+            if sites:
+                shared_sites[key] = [x for x in sites
+                                     if not self._passes_private(x[0], x[2])] or sites
+        return shared_sites
+
+    _CTX_MAX = 16
+
+    def caller_contexts(self, key, _visiting=None):
+        """The locksets fn (key) is entered with, one per calling context:
+        each call site's locks and, transitively, each context of its
+        caller.  entry_locks() keeps what all of them share; a read that
+        shares a lock with every context of every write (_ctx_excluded())
+        races with no write even when no single lock is common to its
+        callers (the commit holds reloc_mutex around one call, the
+        relocation task holds another lock around the others).  None when
+        not known: an entry point, a recursive cycle, or more than
+        _CTX_MAX contexts."""
+        memo = self._ctxmemo
+        if key in memo:
+            return memo[key]
+        fn = self.src.funcs.get(key)
+        if fn is None or fn.name in self.addr_taken or fn.name in self.macro_used:
+            memo[key] = None
+            return None
+        sites = self.sites_of(fn)
+        sites = [x for x in sites if not self._passes_private(x[0], x[2])] or sites
+        if not sites:
+            memo[key] = None
+            return None
+        visiting = _visiting if _visiting is not None else set()
+        if key in visiting:
+            return None
+        visiting.add(key)
+        own = set(self.entry.get(key, {}))
+        clocks = list(self.P.container_locks.values())
+        out = set()
+        for (caller, st, k) in sites:
+            base = set(st.held)
+            ck = (caller.file, caller.name)
+            cc = self.caller_contexts(ck, visiting)
+            if cc is None:
+                cc = [frozenset(self.entry.get(ck, {}))]
+            for c in cc:
+                h = base | {n for n in c if n not in st.killed} | own
+                for cl in clocks:
+                    for lk in cl["locks"]:
+                        for m in (lk, lk + ":r"):
+                            if m in h:
+                                h.add(cl["name"] + m[len(lk):])
+                out.add(frozenset(h))
+            if len(out) > self._CTX_MAX:
+                break
+        visiting.discard(key)
+        res = sorted(out, key=sorted) if len(out) <= self._CTX_MAX else None
+        if _visiting is None or res is not None:
+            memo[key] = res
+        return res
+
+    def _locksets(self, a):
+        """The locksets of access a, one per calling context of its
+        function (its own locks at a with each context's), or just the
+        locks it holds when the contexts are not known."""
+        key = (a.file, a.fn)
+        ctxs = self.caller_contexts(key) if a.func is not None else None
+        res = self.flows.get(key)
+        st = res.at.get(a.tok) if res and a.tok is not None else None
+        if not ctxs or st is None:
+            return [set(a.held)]
+        local = set(st.held)
+        return [local | {n for n in c if n not in st.killed} for c in ctxs]
+
+    def _ctx_excluded(self, r, writes, common):
+        """Every calling context of read r shares a lock with every calling
+        context of every write, exclusive on at least one side (two readers
+        of an rwsem do not exclude each other): the locks, or None.  First
+        the cheap case, a lock of common (one every write holds: 'L', or
+        'L!x' for one every write holds at least shared) in every context of
+        r; then the pairs, for fields of at most 16 writes (they grow as the
+        product of the contexts).  The commit of a transaction calls
+        cache_save_setup() once from the one task that starts the dirty
+        block groups (under cache_write_mutex, holding a handle) and again
+        inside the critical section, which excludes every handle."""
+        rs = self._locksets(r)
+        found = []
+        for x in rs:
+            hit = [lk for lk in common if (lk[:-2] in x if lk.endswith("!x") else
+                                           (lk in x or lk + ":r" in x))]
+            if not hit:
+                break
+            found.append(hit[0][:-2] if hit[0].endswith("!x") else hit[0])
+        else:
+            if len(rs) > 1:
+                return sorted(set(found))
+        if not writes or len(writes) > 16:
+            return None
+        used = set()
+        for w in writes:
+            for y in self._locksets(w):
+                for x in rs:
+                    hit = None
+                    for n in sorted(x):
+                        if n.startswith("?") or n == "irqs-off":
+                            continue
+                        hit = groups_exclude(n, y)
+                        if hit:
+                            break
+                        if n.endswith(":r"):
+                            if n[:-2] in y:
+                                hit = n[:-2]
+                                break
+                        elif n in y or n + ":r" in y:
+                            hit = n
+                            break
+                    if hit is None:
+                        return None
+                    used.add(hit)
+        return sorted(used)
+
+    @property
+    def phase_locks(self):
+        return {c["lock"] for c in self.P.param_locks.values()}
+
+    def _param_held(self, fn):
+        """Locks a parameter of fn stands for (policies/ 'param_locks': a
+        transaction handle means its task counts in the transaction's
+        writers).  Not when the parameter may be NULL (_null_params()):
+        then the function also runs without one."""
+        out = {}
+        types = self._decl_types(fn)
+        for p in self.params(fn):
+            spec = self.P.param_locks.get(types.get(p)) if p else None
+            if spec is None:
+                continue
+            if ((fn.file, fn.name), p) in self._null_params():
+                continue
+            name = mode_name(spec["lock"], spec)
+            out[name] = How("%s parameter '%s' (%s)" % (spec["struct"], p, spec["reason"]),
+                            fn.line)
+        return out
+
+    def _null_params(self):
+        """(function key, parameter) of the param_locks types that may be
+        NULL: the function tests it, a caller passes NULL, or a caller
+        passes such a parameter of its own that it does not test itself
+        (fixed point; a function that tests its handle guards the calls
+        that need one: btrfs_search_slot() takes NULL for a read-only
+        search and COWs, with the handle, only when it has one)."""
+        c = getattr(self, "_nullp", None)
+        if c is not None:
+            return c
+        cand, maybe, tested = self._handle_params()
+        weak_locals = self._weak_locals()
+        changed = True
+        while changed:
+            changed = False
+            for key, ps in cand.items():
+                fn = self.src.funcs[key]
+                for n, p in ps.items():
+                    if (key, p) in maybe:
+                        continue
+                    for (caller, st, k) in self.sites_of(fn):
+                        args = self._call_args(caller.file, k)
+                        if not args or n >= len(args):
+                            continue
+                        a, b = args[n]
+                        x = self.src.toks[caller.file][a].text if b - a == 1 else None
+                        ck = ((caller.file, caller.name), x)
+                        if x in ("NULL", "0") or (ck in maybe and ck not in tested) or \
+                                x in weak_locals.get((caller.file, caller.name), ()):
+                            maybe.add((key, p))
+                            changed = True
+                            break
+        self._nullp = maybe
+        return maybe
+
+    def _handle_params(self):
+        """(function key -> {index: name} of its param_locks parameters,
+        those that may be NULL in the function itself, those it tests)."""
+        cand = {}
+        maybe = set()
+        tested = set()
+        for key, fn in self.src.funcs.items():
+            types = None
+            for n, p in enumerate(self.params(fn)):
+                if not p:
+                    continue
+                if types is None:
+                    types = self._decl_types(fn)
+                if types.get(p) in self.P.param_locks:
+                    cand.setdefault(key, {})[n] = p
+                    toks = self.src.toks[fn.file]
+                    if _null_tested(toks, fn.body_start, fn.body_end, p):
+                        maybe.add((key, p))
+                        tested.add((key, p))
+                    elif fn.name in self.macro_used:
+                        # called from a macro body: the handles its callers
+                        # pass are not seen (a weak one among them)
+                        maybe.add((key, p))
+        return cand, maybe, tested
+
+    def _weak_locals(self):
+        """function key -> its locals assigned a handle from a weak source
+        (policies 'param_locks' 'weak_sources')."""
+        weak_src = set()
+        for spec in self.P.param_locks.values():
+            weak_src |= set(spec.get("weak_sources", ()))
+        weak_locals = {}
+        if weak_src:
+            for key, fn in self.src.funcs.items():
+                toks = self.src.toks[fn.file]
+                for k in range(fn.body_start, fn.body_end - 3):
+                    if toks[k].kind == "id" and toks[k + 1].text == "=" and \
+                            toks[k + 2].text in weak_src and toks[k + 3].text == "(":
+                        weak_locals.setdefault(key, set()).add(toks[k].text)
+        return weak_locals
+
+    def _passes_private(self, caller, k):
+        """The call at toks[k] hands the callee an object that lives on the
+        caller's stack (directly, or through the caller's private
+        parameters): it says nothing about the locks of shared objects."""
+        key = (caller.file, k)
+        c = self._ppcache.get(key)
+        if c is None:
+            args = self._call_args(caller.file, k)
+            c = False
+            for n in range(len(args or ())):
+                r = self._arg_private(caller, k, n)
+                if r is not None and r[1] == "stack":
+                    c = True
+                    break
+            self._ppcache[key] = c
+        return c
+
+    def attach_held(self):
+        for a in self.accesses:
+            if a.func is None or a.tok is None:
+                continue
+            key = (a.file, a.fn)
+            res = self.flows.get(key)
+            st = res.at.get(a.tok) if res else None
+            held = {}
+            if st is not None:
+                held.update(st.held)
+                for n, how in self.entry.get(key, {}).items():
+                    if n not in st.killed and n not in held:
+                        held[n] = how
+            a.held = held
+
+    def contexts(self):
+        """Functions registered as concurrent entry points (policies 'contexts'),
+        with their callees up to context_depth."""
+        roots, any_time, with_callees, handover = self._context_roots()
+        for h in self.P.handlers:
+            for fn in h["functions"]:
+                roots.setdefault(fn, "%s handler (declared)" % h["context"])
+        ctx = dict(roots)
+        frontier = list(roots)
+        for _ in range(self.P.context_depth):
+            nxt = []
+            for fn in frontier:
+                for f2 in self.src.by_name.get(fn, []):
+                    res = self.flows.get((f2.file, f2.name))
+                    if not res:
+                        continue
+                    for (_, callee, _) in res.calls:
+                        if callee in self.src.by_name and callee not in ctx:
+                            ctx[callee] = "called from %s" % roots.get(fn, ctx[fn])
+                            if fn in handover:
+                                handover[callee] = handover[fn]
+                            nxt.append(callee)
+            frontier = nxt
+        # handlers that run at any time, relative to everything else (a
+        # sysfs show handler): their own loads, and those of their direct
+        # callees when the context says so ("callees": true; the VFS
+        # callbacks: btrfs_fileattr_get() reads the flags in
+        # btrfs_inode_flags_to_fsflags()).  The sysfs contexts do not: their
+        # handlers call shared helpers (btrfs_is_zoned() reads zone_size,
+        # set at mount), which would add nothing but false positives.
+        for fn in sorted(with_callees):
+            for f2 in self.src.by_name.get(fn, []):
+                res = self.flows.get((f2.file, f2.name))
+                for (_, callee, st) in (res.calls if res else ()):
+                    if callee in self.src.by_name and callee not in self.lockfns:
+                        any_time.add(callee)
+        self.any_time = any_time
+        self.handover = handover
+        return ctx
+
+    def _context_roots(self):
+        """(handler -> its context, the handlers that run at any time,
+        those whose direct callees do too, handler -> what its context
+        hands it), from the registrations in the sources."""
+        roots = {}
+        any_time = set()
+        with_callees = set()
+        # handler -> the object its context hands it ('hands_over': a bio's
+        # completion gets the bio, which its submitter no longer touches)
+        handover = {}
+        ops = self.P.ops_contexts
+        calls = {c["call"] for c in self.P.contexts}
+        for f, toks in self.src.toks.items():
+            n = len(toks)
+            for i, t in enumerate(toks):
+                if t.kind != "id":
+                    continue
+                fn = self._ops_member_at(toks, i, ops) if t.text in ops else None
+                if fn is not None:
+                    # '.member = fn' in an ops table the kernel calls through
+                    # (ops_contexts: '.getattr = btrfs_getattr')
+                    c = ops[t.text]
+                    roots.setdefault(fn, "%s (.%s at %s:%d)" % (c["context"], t.text,
+                                                                 _short(f), t.line))
+                    if c.get("any_time"):
+                        any_time.add(fn)
+                        if c.get("callees"):
+                            with_callees.add(fn)
+                    continue
+                if t.text not in calls or i + 1 >= n or toks[i + 1].text != "(":
+                    continue
+                for c in self.P.contexts:
+                    if t.text != c["call"]:
+                        continue
+                    for name in self._handler_args(toks, i, c):
+                        roots.setdefault(name, "%s handler (%s at %s:%d)" % (
+                            c["context"], c["call"], _short(f), t.line))
+                        if c.get("hands_over"):
+                            handover.setdefault(name, c["hands_over"])
+                        if c.get("any_time"):
+                            any_time.add(name)
+                            if c.get("callees"):
+                                with_callees.add(name)
+        return roots, any_time, with_callees, handover
+
+    def _handler_args(self, toks, i, c):
+        """The target's functions that the call of c["call"] at toks[i]
+        registers: its arguments c["args"] that are a function's name."""
+        out = []
+        end = csrc.match_paren(toks, i + 1)
+        args = _split(toks, i + 2, end)
+        for k in c["args"]:
+            if k < len(args):
+                a, b = args[k]
+                if b - a == 1 and toks[a].kind == "id" and toks[a].text in \
+                        self.src.by_name:
+                    out.append(toks[a].text)
+        return out
+
+
+def _held_by_all(sites, entry, clocks):
+    """The locks every one of sites holds at its call (with those its
+    caller is entered with and does not release before it, and a
+    container's lock for the container lock the caller holds)."""
+    common = None
+    for (caller, st, k) in sites:
+        h = set(st.held)
+        ce = entry.get((caller.file, caller.name), {})
+        h |= {n for n in ce if n not in st.killed}
+        for c in clocks:
+            # a container's lock: whichever one the caller holds
+            for lk in c["locks"]:
+                for m in (lk, lk + ":r"):
+                    if m in h:
+                        h.add(c["name"] + m[len(lk):])
+        common = h if common is None else (common & h)
+        if not common:
+            break
+    return common

@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Ownership, part 2: where a function's objects go when it hands them on.
+A parameter escapes when its object may outlive the call or reach another
+task (stored, returned, linked into a shared list or tree, handed to code
+outside the target: a fixed point over the call graph); an address
+escapes a function the same way.  A parameter that every call site
+passes a private object (private.py), and does not escape, is as
+private as the caller's object (private_params(), a fixed point).
+
+Reads .src, .calls (sites_of()), .addr_taken, .macro_used, .dead,
+.lockfns, .P (non_retaining, publishers, task_private).  Sets .escaping
+({(file, fn, index)}: param_escapes()) and .priv_params ((file, fn) ->
+name -> (why, origin): private_params(), which also resets the caches
+of private.py and detach.py).  A parameter wrongly found private
+here makes every access through it an 'private' exclusion.
+"""
+import collections
+
+from . import csrc
+from .locks import KEYWORDS
+from .source import _short
+from .tokutil import _split, _stmt_end
+
+
+class Escapes:
+    def param_escapes(self):
+        """(file, function, index) of parameters whose object may outlive
+        the call or reach other threads: stored, returned, or passed to code
+        outside the target (fixed point over the target's call graph)."""
+        keep = self.P.non_retaining
+        esc = set()
+        deps = {}
+        for key, fn in self.src.funcs.items():
+            for n, p in enumerate(self.params(fn)):
+                if not p:
+                    esc.add(key + (n,))
+                    continue
+                d = []
+                toks = self.src.toks[fn.file]
+                for k1 in self._ids(fn).get(p, ()):
+                    # &p->node linked into a shared list or tree
+                    k = k1 - 1
+                    if toks[k].text == "&" and k1 + 1 < fn.body_end - 1 and \
+                            toks[k1 + 1].text in ("->", ".") and \
+                            self._published(toks, k, fn.body_start):
+                        esc.add(key + (n,))
+                for kind, info in self._bare_uses(fn, p):
+                    if kind in ("stored", "returned"):
+                        esc.add(key + (n,))
+                    elif kind == "other-arg" and info not in keep:
+                        esc.add(key + (n,))
+                    elif kind == "arg":
+                        callee, m = info
+                        if callee in keep:
+                            continue
+                        targets = self._callee(fn, callee)
+                        if not targets or callee in self.addr_taken:
+                            esc.add(key + (n,))
+                        d += [(t.file, t.name, m) for t in targets]
+                deps[key + (n,)] = d
+        changed = True
+        while changed:
+            changed = False
+            for k, d in deps.items():
+                if k not in esc and any(x in esc for x in d):
+                    esc.add(k)
+                    changed = True
+        self.escaping = esc
+
+    def _arg_escapes(self, caller, callee, n):
+        keep = self.P.non_retaining
+        if callee in keep or callee in self.lockfns:
+            return False
+        targets = self._callee(caller, callee)
+        if not targets or callee in self.addr_taken:
+            return True
+        return any((t.file, t.name, n) in self.escaping for t in targets)
+
+    def _arg_private(self, caller, k, n):
+        """Why argument n of the call at toks[k] is an object private to
+        the caller, with the kind of its origin; or None."""
+        toks = self.src.toks[caller.file]
+        args = self._call_args(caller.file, k)
+        if args is None or n >= len(args):
+            return None
+        a, b = args[n]
+        if b - a == 1 and toks[a].text == "NULL":
+            return ("no object (NULL)", "alloc")
+        if b - a == 2 and toks[a].text == "&":
+            r = self._private_name(caller, toks[a + 1].text)
+            if r is not None and r[1] == "alloc" and not r[0].startswith("detached"):
+                # &x of a pointer to a private object: the callee reaches
+                # that object through '*p' (btrfs_add_extent_mapping(...,
+                # &em, ...) on an em btrfs_get_extent() just allocated)
+                return ("the address of '%s', which is %s" % (toks[a + 1].text, r[0]), "ptr")
+            if r is None:
+                # a struct on the caller's stack before the first statement
+                # that may let another task reach it: the callee, which
+                # does not keep the address (else this call would be that
+                # statement), runs while it is still the caller's alone
+                # (btrfs_init_log_ctx(&ctx, inode) before the fsync links
+                # ctx into the root's log_ctxs)
+                w = self._unpublished_stack_cut(caller).get(toks[a + 1].text)
+                if w is not None and w[0] < a < w[1]:
+                    return ("'%s', a struct on %s()'s stack, %s" % (
+                        toks[a + 1].text, caller.name,
+                        w[2].replace("a stack object not yet published: ",
+                                     "not yet published: ")), "stack")
+            return r if r is not None and r[0] == "stack object" else None
+        if b - a == 4 and toks[a].text == "&" and toks[a + 1].kind == "id" and \
+                toks[a + 2].text in ("->", ".") and toks[a + 3].kind == "id":
+            # &x->member / &x.member: a struct inside the private object
+            # x (init_delayed_ref_common(fs_info, &ref->node, ...) on a
+            # ref just allocated)
+            r = self._private_name(caller, toks[a + 1].text)
+            if r is not None and (r[0] == "stack object") == (toks[a + 2].text == ".") and \
+                    self._fresh_at(caller, toks[a + 1].text, a):
+                return r
+            return None
+        if b - a == 1:
+            r = self._private_name(caller, toks[a].text)
+            if r is not None and not self._fresh_at(caller, toks[a].text, a):
+                return None
+            if r is None:
+                why = self._detached_at(caller, toks[a].text, k)
+                return (why, "alloc") if why else None
+            return r if r[0] != "stack object" else None
+        return None
+
+    def _member_addr_escapes(self, fn, k):
+        """&x.m (or &x.m.n) at toks[k]: linked into a shared list or tree,
+        or handed to a call that may keep it, or used any other way than as
+        a whole call argument (stored, returned)."""
+        toks = self.src.toks[fn.file]
+        lo = fn.body_start
+        if self._published(toks, k, lo):
+            return True
+        e = k + 2
+        while toks[e].text == "." and toks[e + 1].kind == "id":
+            e += 2
+        c = self._call_arg(toks, k, lo)
+        if c is None or toks[e].text not in (",", ")") or toks[k - 1].text not in (",", "("):
+            return True
+        return c[0] in KEYWORDS or self._arg_escapes(fn, c[0], c[1])
+
+    def private_params(self):
+        """Parameters that only ever receive a private object: every call
+        site passes a stack object, a fresh allocation, an object a
+        constructor returned, or a private parameter of its own (fixed
+        point).  Such a parameter is as private as the caller's object."""
+        self._privcache = {}
+        self._pofcache = {}
+        self._mixedcache = {}
+        self._pmixed = {}
+        self._detcache = {}
+        self.priv_params = {}
+        # a failed parameter is looked at again only when the private
+        # parameters of the caller that failed it have changed since
+        version = collections.Counter()
+        blocked = {}
+        for _ in range(20):
+            changed = False
+            for key, fn in self.src.funcs.items():
+                if fn.name in self.addr_taken or fn.name in self.macro_used or key in self.dead:
+                    continue
+                sites = self.sites_of(fn)
+                if not sites:
+                    continue
+                names = self.params(fn)
+                mine = self.priv_params.get(key, {})
+                for n, p in enumerate(names):
+                    if not p or p in mine:
+                        continue
+                    ak = key + (p,)
+                    if self._reassigned(fn, p) and self._param_mixed(fn, p) is None:
+                        continue
+                    b = blocked.get(ak)
+                    if b is not None and version[b[0]] == b[1]:
+                        continue
+                    why = []
+                    for (caller, st, k) in sites:
+                        r = self._arg_private(caller, k, n)
+                        if r is None:
+                            ck = (caller.file, caller.name)
+                            blocked[ak] = (ck, version[ck])
+                            break
+                        why.append((caller, k, r))
+                    else:
+                        caller, k, r = why[0]
+                        self.priv_params.setdefault(key, {})[p] = (
+                            "a parameter every caller passes its own private object "
+                            "(%d call%s, e.g. %s() at %s:%d)" % (
+                                len(why), "s" if len(why) > 1 else "", caller.name,
+                                _short(caller.file), self.src.toks[caller.file][k].line), r[1])
+                        mine = self.priv_params[key]
+                        version[key] += 1
+                        changed = True
+            if not changed:
+                break
+
+    def _param_mixed(self, fn, p):
+        """For a parameter fn assigns again: its assignments as (token,
+        fresh), headed by the entry value (fresh when every caller passes
+        a private object), or None when one is not a plain 'p = ...;'."""
+        key = (fn.file, fn.name, p)
+        if key in self._pmixed:
+            return self._pmixed[key]
+        toks = self.src.toks[fn.file]
+        out = [(fn.body_start, True)]
+        for kind, k in self._bare_uses(fn, p):
+            if kind != "assigned":
+                continue
+            if toks[k + 1].text != "=" or toks[k - 1].text not in (";", "{", "}", ")", "else"):
+                out = None
+                break
+            out.append((_stmt_end(toks, k, fn.body_end), self._fresh_value(toks, k + 2)))
+        self._pmixed[key] = out
+        return out
+
+    def _published(self, toks, k, lo):
+        """&x.node / &x->node at toks[k] is the object a list/tree insertion
+        links in."""
+        c = self._call_arg(toks, k, lo)
+        return c is not None and self.P.publishers.get(c[0], -1) == c[1]
+
+    def _addr_escapes(self, fn, k):
+        """&obj at toks[k]: does the address leave fn?  Not when it is a
+        whole argument of a call that does not keep it."""
+        toks = self.src.toks[fn.file]
+        if not hasattr(self, "escaping"):
+            return True
+        callee = self._call_of(toks, k, fn.body_start)
+        if callee is None and toks[k - 1].text == "=" and toks[k - 2].kind == "id" and \
+                toks[k - 3].text == "->" and toks[k - 4].kind == "id" and \
+                toks[k - 5].text in (";", "{", "}") and \
+                csrc.struct_name(self._decl_types(fn).get(toks[k - 4].text) or "") in \
+                self.P.task_private:
+            # 'trans->block_rsv = &block_rsv': stored in an object that
+            # belongs to this task (policies 'task_private'), so the
+            # address stays with the task
+            return False
+        if callee is None or callee in KEYWORDS:
+            return True
+        j = k - 1
+        depth = 0
+        while toks[j].text != "(" or depth:
+            if toks[j].text == ")":
+                depth += 1
+            elif toks[j].text == "(":
+                depth -= 1
+            j -= 1
+        for n, (a, b) in enumerate(_split(toks, j + 1, csrc.match_paren(toks, j))):
+            if a == k:
+                return b - a != 2 or self._arg_escapes(fn, callee, n)
+        return True

@@ -1,0 +1,250 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Stage 2e: the exclusions, the accesses that get no verdict of their own
+(rule and reason set from the exclusion in infer()): sizeof/typeof
+operands, already marked, unknown type or outside the target, not
+markable (bitfields, arrays, __rcu pointers, aggregates), address taken,
+declared exceptions and task-private structs, life-cycle, dead and
+test-only code, objects private to the function at that point, and
+stores made where a reference count says no other task holds a
+reference.
+
+Reads .accesses, .src, .P, .dead, .dead_lines, .testonly, and asks
+private.py (_private_why()) and owners.py (lifecycle_functions()).  Sets
+.life and each access's .exclusion (and .kind 'atomic' for a bit
+operation on a field's address).  Most false negatives a reviewer may
+suspect live here; the false positives of missed exclusions live in
+private.py, detach.py and unpublished.py.
+"""
+import re
+
+from . import csrc
+from .tokutil import _returns
+
+
+class Exclusions:
+    def apply_exclusions(self):
+        """The exclusion (rule, reason) of each access that is no plain
+        access to judge, runs where nothing races with it, or touches an
+        object no other task can reach; None for the others."""
+        life = self.life = self.lifecycle_functions()
+        exc = {}
+        file_exc = {}
+        for e in self.P.exceptions:
+            if e.get("file"):
+                file_exc[e["file"]] = e
+            else:
+                exc[e["field"]] = e
+        for a in self.accesses:
+            x = self._access_exclusion(a) or self._code_exclusion(a, exc, file_exc, life) or \
+                self._object_exclusion(a)
+            if x is not None:
+                a.exclusion = x
+        self._zero_holder_uses()
+
+    def _access_exclusion(self, a):
+        """Not a plain access to a scalar field of the target's structs
+        (sizeof, marked, unknown type, not markable, address taken)."""
+        fieldname = "%s.%s" % (a.struct, a.field)
+        if a.kind == "sizeof" or any(c in ("typeof", "__typeof__", "__typeof", "sizeof")
+                                     for c in a.ctx):
+            return ("sizeof", "operand of sizeof/typeof")
+        if a.kind == "marked":
+            return ("already-marked", "already marked with %s()" % a.macro)
+        if a.func is None:
+            return ("unknown-type", "not inside a function definition")
+        if a.struct is None:
+            return ("unknown-type", "type of '%s' not inferred" % a.base)
+        if a.struct not in self.src.structs:
+            return ("outside-target", "struct %s is not defined under %s"
+                    % (a.struct, self.target))
+        m = self.src.member(a.struct, a.field, a.file)
+        if m is None:
+            return ("unknown-type", "no member %s in struct %s" % (a.field, a.struct))
+        cat = m.category
+        if cat.startswith("opaque:") and cat[7:] in self.P.scalar_typedefs:
+            cat = "scalar"
+        if cat != "scalar":
+            what = {"bitfield": "a bitfield", "array": "an array", "rcu": "an __rcu pointer",
+                    "aggregate": "a struct or union (%s)" % m.type}.get(
+                        cat, "of type %s" % m.type)
+            return ("not-markable", "%s is %s" % (fieldname, what))
+        if a.kind == "address":
+            bit = self._bitop(a)
+            if bit:
+                a.kind = "atomic"
+                a.macro = bit
+                return ("already-marked", "atomic %s() on its address" % bit)
+            return ("address-taken", "address taken")
+        return None
+
+    def _code_exclusion(self, a, exc, file_exc, life):
+        """Declared (policies 'exceptions', 'task_private'), or code that
+        runs alone: init/teardown, dead code, test-only code."""
+        fieldname = "%s.%s" % (a.struct, a.field)
+        if a.file in file_exc:
+            return ("declared-exception", file_exc[a.file]["reason"])
+        if fieldname in exc:
+            e = exc[fieldname]
+            if not e.get("functions") or a.fn in e["functions"]:
+                return ("declared-exception", e["reason"])
+        tp = self.P.task_private.get(a.struct)
+        if tp is not None:
+            return ("task-private", "struct %s belongs to one task: %s" % (
+                a.struct, tp["reason"]))
+        if (a.file, a.fn) in life:
+            return ("lifecycle", "%s() is an init/teardown function%s" % (
+                a.fn, "" if self.P.is_lifecycle(a.fn) else
+                " (only called from init/teardown functions)"))
+        key = (a.file, a.fn)
+        if key in self.dead:
+            return ("dead-code", self.dead[key])
+        if a.line in self.dead_lines.get(a.file, ()):
+            return ("dead-code", "inside a preprocessor block that is never compiled")
+        if key in self.testonly and not a.test:
+            return ("test-only", self.testonly[key])
+        return None
+
+    def _object_exclusion(self, a):
+        """An object no other task reaches at a: private to the function
+        (private.py, detach.py, unpublished.py), or a store made when a
+        reference count says no other task holds one."""
+        why = self._private_why(a)
+        if why is not None:
+            return ("private", why)
+        if a.tok is not None and a.kind in ("write", "rmw"):
+            why = self._zero_holders_at(a)
+            if why:
+                return ("refcount-guarded", why)
+        return None
+
+    def _zero_holder_uses(self):
+        """A store made when a count says 'no holder' (the '== 0' and
+        dec-and-test forms, where the count may be a resource's, not the
+        object's own) races with no task that holds a count: the field
+        points to something that exists only while the count is not zero,
+        so a task that uses it holds one.  A task that only tests it
+        ('f->workers != NULL') needs no count and may race: then the
+        stores of that field are judged as usual."""
+        tests = set()
+        for a in self.accesses:
+            if a.kind != "read" or a.tok is None or a.exclusion is not None or \
+                    a.struct is None:
+                continue
+            if any(h != "irqs-off" and not h.startswith("?") and h not in self.phase_locks
+                   and h[:-2] not in self.phase_locks for h in (a.held or ())):
+                continue                         # under a lock: races with no store
+            toks = self.src.toks[a.file]
+            k = a.tok
+            if toks[k + 1].text in ("->", "["):
+                continue                         # dereferenced: a use
+            j = k - 1
+            while j > 1 and toks[j].text in ("->", ".") and toks[j - 1].kind == "id":
+                j -= 2
+            if toks[k + 1].text in (",", ")") and toks[j + 1].kind == "id" and \
+                    toks[j].text in ("(", ",") and \
+                    self._call_arg(toks, k, a.func.body_start) is not None:
+                continue                         # handed to a call as is
+            tests.add((a.struct, a.field))
+        for a in self.accesses:
+            if a.exclusion and a.exclusion[0] == "refcount-guarded" and \
+                    "no reference is held" in a.exclusion[1] and \
+                    (a.struct, a.field) in tests:
+                a.exclusion = None
+
+    # refcount_t calls whose true branch means 'no reference is left'
+    _REF_ZERO = ("refcount_dec_and_test", "refcount_dec_and_lock",
+                 "refcount_dec_and_lock_irqsave", "refcount_dec_and_mutex_lock")
+
+    def _zero_holders(self, fn):
+        """Regions of fn where a reference count shows that no other task
+        holds a reference to the object X that embeds it: after 'if
+        (refcount_read(&X->refs) > N) return;' (nobody beyond the N known
+        holders), inside 'if (refcount_read(&X->refs) == 0) {...}', and
+        inside the true branch of refcount_dec_and_test() and friends.
+        [(X, lo, hi, why)]: token range, X not assigned inside."""
+        key = (fn.file, fn.body_start)
+        c = self._zhcache.get(key)
+        if c is not None:
+            return c
+        out = []
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        for k in range(lo + 1, hi - 8):
+            if toks[k].text != "if" or toks[k + 1].text != "(":
+                continue
+            r = self._zero_region(toks, k, hi)
+            if r is None:
+                continue
+            x, region = r
+            rlo, rhi, why = region
+            for q in range(rlo, rhi - 1):
+                if toks[q].text == x and toks[q + 1].text == "=" and \
+                        toks[q - 1].text not in ("->", "."):
+                    rhi = q
+                    break
+            out.append((x, rlo, rhi, why))
+        self._zhcache[key] = out
+        return out
+
+    def _zero_region(self, toks, k, hi):
+        """(X, (lo, hi, why)) when the if at toks[k] tests a reference count
+        of X so that no other task holds a reference in that token range
+        (_zero_holders()), else None."""
+        close = csrc.match_paren(toks, k + 1)
+        j = k + 2
+        neg = toks[j].text == "!"
+        if neg:
+            j += 1
+        call = toks[j].text
+        if toks[j + 1].text != "(" or toks[j + 2].text != "&" or toks[j + 3].kind != "id" \
+                or toks[j + 4].text != "->" or toks[j + 5].kind != "id":
+            return None
+        x, cnt = toks[j + 3].text, toks[j + 5].text
+        cend = csrc.match_paren(toks, j + 1)
+        rest = [t.text for t in toks[cend + 1:close]]
+        region = None
+        if call == "refcount_read" and not neg and len(rest) == 2 and \
+                rest[0] in (">", ">=", "!=") and _returns(toks, close + 1, hi):
+            # 'if (refcount_read(&x->refs) > 2) return;': below it, the
+            # object has no holder but the ones the function knows of
+            end = _returns(toks, close + 1, hi)
+            region = (end + 1, hi, "after '%s' returns when other tasks hold "
+                      "references at line %d" % ("if (refcount_read(&%s->%s) %s %s)"
+                                                 % (x, cnt, rest[0], rest[1]), toks[k].line))
+        elif (call == "refcount_read" and ((not neg and rest == ["==", "0"]) or
+                                           (neg and not rest))) or \
+                (call in self._REF_ZERO and not neg and not rest):
+            # the true branch: no reference is held
+            b = close + 1
+            if toks[b].text == "{":
+                e = csrc.match_paren(toks, b)
+            else:
+                e = b
+                while e < hi and toks[e].text != ";":
+                    e += 1
+            region = (b, e, "in the branch where %s(&%s->%s) says no reference is "
+                      "held (line %d)" % (call, x, cnt, toks[k].line))
+        if region is None:
+            return None
+        return x, region
+
+    def _zero_holders_at(self, a):
+        """Why the store a to X->f cannot race with a task holding a
+        reference to X (the only tasks that may touch X without its
+        lock), or None."""
+        if a.base is None or not re.fullmatch(r"\w+", a.base.strip()):
+            return None
+        x = a.base.strip()
+        for (name, lo, hi, why) in self._zero_holders(a.func):
+            if name == x and lo <= a.tok < hi:
+                return "store to %s->%s %s: tasks that read it without the lock hold " \
+                    "a reference" % (x, a.field, why)
+        return None
+
+    def _bitop(self, a):
+        for c in reversed(a.ctx):
+            if c in self.P.bitops:
+                return c
+            if c:
+                return None
+        return None

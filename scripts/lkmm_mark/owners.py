@@ -1,0 +1,250 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Ownership, part 5: owners and life cycles.  Owner parameters (every
+caller passes a struct on its own stack, or such a parameter of its
+own: a greatest fixed point), the owner's reads (P1: a field only its
+owner stores is read plainly by that owner; 'owner-only' when nobody
+else touches it), the declared owners of policies/ 'owners' and the
+functions only they call, and the life-cycle functions (declared
+init/teardown and the functions only they call).
+
+Reads .src, .accesses (with their exclusions), .calls (sites_of()),
+.addr_taken, .macro_used, .dead, .entry, .P (owners, lifecycle).  Sets
+.owned_params, .owner_read (id(access) -> reason), .owner_acc (the
+accesses an owner makes: races.py keeps two of them apart) and
+.declared_owners, and 'owner-only' exclusions.  A wrong owner here
+hides the races of that field's loads.
+"""
+import collections
+
+from .source import STORE_MACROS, _short
+from .tokutil import _root
+
+
+class Owners:
+    def owner_params(self):
+        """Parameters that always point to an object the calling task owns:
+        every call site passes the address of a struct on its own stack, or
+        such a parameter of its own.  A direct call runs in the caller's
+        task, so an access through such a parameter is made by the object's
+        owner, even when the object is linked into a shared list.  Greatest
+        fixed point: recursive helpers that hand the object back and forth
+        (btrfs_log_inode() and log_conflicting_inodes()) stay owners, and
+        any call site passing something else removes the parameter."""
+        cand = {}
+        for key, fn in self.src.funcs.items():
+            if fn.name in self.addr_taken or fn.name in self.macro_used or key in self.dead:
+                continue
+            if not self.sites_of(fn):
+                continue
+            for n, p in enumerate(self.params(fn)):
+                if p and not self._reassigned(fn, p):
+                    cand.setdefault(key, {})[p] = n
+        own = {key: set(ps) for key, ps in cand.items()}
+        changed = True
+        while changed:
+            changed = False
+            for key, ps in cand.items():
+                fn = self.src.funcs[key]
+                for p in sorted(own[key]):
+                    if not all(self._arg_owned(caller, k, ps[p], own)
+                               for (caller, st, k) in self.sites_of(fn)):
+                        own[key].discard(p)
+                        changed = True
+        out = {}
+        for key, ps in own.items():
+            fn = self.src.funcs[key]
+            sites = self.sites_of(fn)
+            for p in ps:
+                caller, st, k = sites[0]
+                out.setdefault(key, {})[p] = (
+                    "every caller passes a struct on its own stack or such a parameter "
+                    "of its own (%d call%s, e.g. %s() at %s:%d)" % (
+                        len(sites), "s" if len(sites) > 1 else "", caller.name,
+                        _short(caller.file), self.src.toks[caller.file][k].line))
+        self.owned_params = out
+
+    def _arg_owned(self, caller, k, n, own):
+        """Is argument n of the call at toks[k] in caller an object the
+        caller's task owns (&stack_struct, or an owner parameter)?"""
+        toks = self.src.toks[caller.file]
+        args = self._call_args(caller.file, k)
+        if args is None or n >= len(args):
+            return False
+        a, b = args[n]
+        if b - a == 2 and toks[a].text == "&" and toks[a + 1].text in self._stack_structs(caller):
+            return True
+        return b - a == 1 and toks[a].text in own.get((caller.file, caller.name), ())
+
+    def owner_reads(self):
+        """P1: a field whose every store is made by the task that owns the
+        object (through a struct on that task's stack or an owner
+        parameter) cannot change under that task's feet: the owner's loads
+        stay plain.  Only the owner's own reads are taken out; the stores
+        and other tasks' reads are classified as usual."""
+        self.owner_read = {}
+        self.owner_acc = {}
+        self.declared_owners = self._declared_owners()
+        byfield = collections.defaultdict(list)
+        for a in self.accesses:
+            if a.test:
+                continue
+            if a.exclusion is None or (a.exclusion[0] == "already-marked" and a.macro and
+                                       a.kind == "marked"):
+                byfield[(a.struct, a.field)].append(a)
+                r = self._owner_root(a)
+                if r is not None:
+                    # made by the task that owns the object: two such
+                    # accesses never run side by side (_kept_apart())
+                    self.owner_acc[id(a)] = r
+        for (st, fld), accs in byfield.items():
+            self._owner_stores(st, fld, accs)
+        self._declared_owner_reads(byfield)
+
+    def _owner_root(self, a):
+        """(root, what) when access a is made through an object its task
+        owns (a struct on its stack, or an owner parameter), else None."""
+        if a.func is None or a.struct is None:
+            return None
+        root = _root(a.base)
+        if root is None:
+            return None
+        what = None
+        if root in self._stack_structs(a.func):
+            what = "a struct on the stack of %s()" % a.fn
+        else:
+            w = self.owned_params.get((a.file, a.fn), {}).get(root)
+            if w is not None:
+                what = "a parameter of %s() that %s" % (a.fn, w)
+        if what is None or self._private_root(a, {root: None}) is None:
+            return None
+        return root, what
+
+    def _owner_stores(self, st, fld, accs):
+        """When every store to st.fld is made by the task that owns the
+        object: owner-only for its accesses if nobody else touches it,
+        else owner-read for the owner's loads."""
+        stores = [a for a in accs if a.kind in ("write", "rmw") or
+                  (a.kind == "marked" and a.macro in STORE_MACROS)]
+        if not stores:
+            return
+        own = {}
+        for a in accs:
+            r = self._owner_root(a)
+            if r is not None:
+                own[id(a)] = r
+        if any(id(w) not in own for w in stores):
+            return
+        w = stores[0]
+        if all(id(a) in own for a in accs):
+            # nobody but the owner touches the field at all
+            for a in accs:
+                if a.exclusion is None:
+                    root, what = own[id(a)]
+                    a.exclusion = ("owner-only", "every access to %s.%s is made by the "
+                                   "task that owns the object; '%s' here is %s" % (
+                                       st, fld, root, what))
+            return
+        # the owner's loads stay in the field's evidence (a load under
+        # the lock shows which lock protects it) but race with no store
+        for a in accs:
+            if a.exclusion is None and a.kind == "read" and id(a) in own:
+                root, what = own[id(a)]
+                self.owner_read[id(a)] = (
+                    "every store to %s.%s is made by the task that owns the object "
+                    "(e.g. %s() at %s); '%s' here is %s, so this is the owner's "
+                    "read" % (st, fld, w.fn, w.where(), root, what))
+
+    def _declared_owner_reads(self, byfield):
+        """owner-read for the loads a declared owner (policies/ 'owners')
+        makes, and for those of functions that run only in the owner's
+        task or under the lock every store holds."""
+        # declared owners (policies/ 'owners'): the field belongs to the
+        # task running those functions, and every store another task makes
+        # comes before that task starts or after it ends: its loads race
+        # with no store
+        for a in self.accesses:
+            d = self.declared_owners.get("%s.%s" % (a.struct, a.field))
+            if not d or a.exclusion is not None or a.test or a.kind != "read":
+                continue
+            if (a.file, a.fn) in d[1]:
+                self.owner_read[id(a)] = "read by the owner of %s.%s: %s()%s (%s)" % (
+                    a.struct, a.field, a.fn, "" if a.fn in d[0]["functions"] else
+                    ", which only the owner's functions call", d[0]["reason"])
+                continue
+            lk = self._owner_or_locked(a, byfield.get((a.struct, a.field), []), d[1])
+            if lk:
+                self.owner_read[id(a)] = "%s() is called by the owner of %s.%s or with %s " \
+                    "held, which every store of the field holds: its loads race with no " \
+                    "store (owner: %s)" % (a.fn, a.struct, a.field, lk, d[0]["reason"])
+
+    def _owner_or_locked(self, a, accs, owner_fns):
+        """The lock every call site of a's function holds that is not in
+        one of the owner's functions, when every store of the field holds
+        it exclusively (btrfs_dev_replace_progress(), called by the
+        resuming replace kthread, which owns srcdev, and under the replace
+        rwsem by the status ioctl); else None, and None when no call site
+        is the owner's (the lock alone says it then)."""
+        stores = [w for w in accs if w.kind in ("write", "rmw") or
+                  (w.kind == "marked" and w.macro in STORE_MACROS)]
+        if not stores or a.func is None or a.fn in self.addr_taken or \
+                a.fn in self.macro_used:
+            return None
+        common = set.intersection(*[{h for h in w.held if not h.endswith(":r") and
+                                     not h.startswith("?") and h != "irqs-off"}
+                                    for w in stores])
+        sites = [s_ for s_ in self.sites_of(a.func) if s_[0] is not a.func]
+        if not sites or not common:
+            return None
+        used = set()
+        others = 0
+        for (caller, st, k) in sites:
+            if (caller.file, caller.name) in owner_fns:
+                continue
+            others += 1
+            h = set(st.held) | set(self.entry.get((caller.file, caller.name), {}))
+            hit = sorted(lk for lk in common if lk in h or lk + ":r" in h)
+            if not hit:
+                return None
+            used.add(hit[0])
+        return " or ".join(sorted(used)) if others and others < len(sites) else None
+
+    def _declared_owners(self):
+        """field -> (declaration, {(file, fn)}) for each field an entry of
+        policies/ 'owners' names: the functions it names, and those only
+        they call (a fixed point over the call graph: a function whose
+        every live call site is in one of them runs in the owner's task
+        too; a function whose address is taken never qualifies)."""
+        out = {}
+        for o in self.P.owners:
+            fns = self._only_called_from(
+                {key for key, fn in self.src.funcs.items() if fn.name in o["functions"]},
+                skip=self.dead)
+            for name in o["field"]:
+                out[name] = (o, fns)
+        return out
+
+    def lifecycle_functions(self):
+        """Declared init/teardown functions, and functions only they call."""
+        return self._only_called_from(
+            {k for k, fn in self.src.funcs.items() if self.P.is_lifecycle(fn.name)})
+
+    def _only_called_from(self, keys, also=frozenset(), skip=frozenset()):
+        """keys and, to a fixed point, every function whose live call sites
+        are all in that set or in also (at least one in the set):
+        functions that run only inside the ones named.  Recursive calls do
+        not count (the outermost call decides); a function whose address
+        is taken, or that a macro body names, never qualifies (its callers
+        are not all visible); nor does one in skip."""
+        mine = set(keys)
+        changed = True
+        while changed:
+            changed = False
+            for key, fn in self.src.funcs.items():
+                if key in mine or key in skip or fn.name in self.addr_taken or \
+                        fn.name in self.macro_used:
+                    continue
+                sites = [(s[0].file, s[0].name) for s in self.sites_of(fn) if s[0] is not fn]
+                if any(c in mine for c in sites) and all(c in mine or c in also for c in sites):
+                    mine.add(key)
+                    changed = True
+        return mine

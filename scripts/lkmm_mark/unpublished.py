@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Ownership, part 4: objects not yet published.  A struct on a function's
+stack before the first statement that may let another task reach it; a
+parameter of a struct nothing points to, before the function links it
+into its first list or tree; an object a flag says is new (an inode with
+I_NEW) until the call that publishes it.  Windows of tokens, as in
+detach.py, which gathers them into _detached().
+
+Reads .src, .P (publishers, unlinkers, link_removers, new_flags),
+.escaping (through _addr_escapes()).  Sets only its caches (_unpubcache,
+_unrefcache).  A store made before publication is where the 'not yet
+published' exclusions come from.
+"""
+from . import csrc
+from .tokutil import _in_loop
+
+
+class Unpublished:
+    def _new_windows(self, fn):
+        """name -> (from, to, why): an object fn holds while a flag says it
+        is new (policies 'new_object_flags': an inode marked I_NEW, which
+        iget5_locked() and every lookup wait on), from the test of the
+        flag to the call that publishes it (unlock_new_inode()) or the end
+        of the block: 'if (x->i_state & I_NEW) { ... }', or after
+        'if (!(x->i_state & I_NEW)) return ...;'."""
+        out = {}
+        if not self.P.new_flags:
+            return out
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        for spec in self.P.new_flags:
+            for k in range(lo + 1, hi - 8):
+                if toks[k].text != "if" or toks[k + 1].text != "(":
+                    continue
+                neg = toks[k + 2].text == "!" and toks[k + 3].text == "("
+                a = k + 4 if neg else k + 2
+                if not (toks[a].kind == "id" and toks[a + 1].text == "->" and
+                        toks[a + 2].text == spec["member"] and toks[a + 3].text == "&" and
+                        toks[a + 4].text == spec["flag"] and toks[a + 5].text == ")"):
+                    continue
+                name = toks[a].text
+                close = a + 5 if not neg else a + 6
+                if neg:
+                    if toks[close].text != ")" or toks[close + 1].text != "return":
+                        continue
+                    start = close + 1
+                    while start < hi and toks[start].text != ";":
+                        start += 1
+                    end = hi
+                else:
+                    if toks[close + 1].text != "{":
+                        continue
+                    start = close + 1
+                    end = csrc.match_paren(toks, start)
+                for j in range(start, end):
+                    if toks[j].text in spec["publish"] and toks[j + 1].text == "(":
+                        args = self._call_args(fn.file, j) or []
+                        if any(b - a2 == 1 and toks[a2].text == name for a2, b in args):
+                            end = j
+                            break
+                out.setdefault(name, (start, end, "new: %s is set in %s->%s until %s() (%s)" % (
+                    spec["flag"], name, spec["member"], spec["publish"][0], spec["reason"])))
+        return out
+
+    def _unreferenced(self):
+        """Structs no struct of the target points to or embeds: other tasks
+        reach their objects only through their own list or tree links."""
+        c = getattr(self, "_unrefcache", None)
+        if c is not None:
+            return c
+        refs = set()
+        for members in self.src.structs.values():
+            for m in (members or {}).values():
+                t = csrc.struct_name(m.type)
+                if t is not None:
+                    refs.add(t)
+        c = self._unrefcache = {t for t in self.src.structs if t not in refs}
+        return c
+
+    def _unpublished_params(self, fn):
+        """name -> (from, to, why): a parameter of a struct nothing points
+        to, which fn links into a list or tree (rb_link_node(&p->node,
+        ...)): it was on none on entry, so no other task can reach it
+        before that call (tree_mod_log_insert() stores tm->seq first)."""
+        out = {}
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        names = [p for p in self.params(fn) if p]
+        if not names:
+            return out
+        types = self._decl_types(fn)
+        unref = self._unreferenced()
+        for p in names:
+            st = types.get(p)
+            if st not in unref or self._reassigned(fn, p):
+                continue
+            # one link only: with two, the object may be on the other one
+            # (relink_bitmap_entry() moves an entry that stays in the
+            # offset tree)
+            links = self._struct_links(fn, st)
+            if len(links) != 1:
+                continue
+            for k in range(lo + 1, hi - 5):
+                if toks[k].text in self.P.unlinkers or toks[k].text in self.P.link_removers:
+                    if toks[k + 1].text == "(" and toks[k + 2].text == "&" and \
+                            toks[k + 3].text == p:
+                        break                   # taken off first: it was linked
+                if toks[k].text in self.P.publishers and toks[k + 1].text == "(" and \
+                        self.P.publishers[toks[k].text] == 0 and toks[k + 2].text == "&" and \
+                        toks[k + 3].text == p and toks[k + 4].text in ("->", ".") and \
+                        toks[k + 5].text in links:
+                    if not _in_loop(toks, lo, k):
+                        out[p] = (lo, k, "not yet published: %s() links it into its first "
+                                  "list or tree here, and no struct points to a struct %s"
+                                  % (toks[k].text, st))
+                    break
+        return out
+
+    def _unpublished_stack(self, fn):
+        """name -> (from, to, why): a struct on fn's stack before the first
+        statement that may let another task reach it (a member linked into
+        a shared list or tree, its address or a member's handed to code
+        that may keep it).  Until then it is as private as a stack object
+        whose address never escapes ('ticket.error = 0' before
+        list_add_tail(&ticket.list, ...) in __reserve_bytes()).  Not when
+        that statement is in a loop or the object is an array; a goto
+        jumping back ends the window at its label (_detached())."""
+        out = {}
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        stack = self._stack_structs(fn)
+        if not stack:
+            return out
+        first = {}
+        for k in range(lo + 1, hi - 2):
+            name = toks[k + 1].text
+            if name not in stack or name in first or toks[k + 1].kind != "id" or \
+                    toks[k].text in (".", "->"):
+                continue
+            nx = toks[k + 2].text
+            if toks[k].text != "&":
+                if nx == "[" and toks[k].text not in ("struct", "union") and \
+                        toks[k - 1].text not in ("struct", "union"):
+                    first[name] = None          # an array: its name is its address
+                continue
+            if nx in ("[", "->") or (nx != "." and self._addr_escapes(fn, k)) or \
+                    (nx == "." and self._member_addr_escapes(fn, k)):
+                first[name] = k
+        for name, k in first.items():
+            if k is None or _in_loop(toks, lo, k):
+                continue
+            c = self._call_of(toks, k, lo)
+            out[name] = (lo, k, "a stack object not yet published: %s at line %d is the "
+                         "first statement that may let another task reach it"
+                         % ("%s()" % c if c else "'&%s'" % name, toks[k].line))
+        return out
+
+    def _unpublished_stack_cut(self, fn):
+        """_unpublished_stack(), each window ending at a label a goto from
+        outside it jumps to (cached: private_params() asks for it at every
+        call site)."""
+        key = (fn.file, fn.body_start)
+        c = self._unpubcache.get(key)
+        if c is None:
+            c = self._unpubcache[key] = self._cut_at_labels(fn, self._unpublished_stack(fn))
+        return c
