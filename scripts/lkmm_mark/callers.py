@@ -19,6 +19,7 @@ import collections
 
 from . import csrc
 from .locks import How, group_lock, mode_name, groups_exclude
+from .guards import guard_struct
 from .source import _short
 from .tokutil import _null_tested, _split
 
@@ -198,9 +199,10 @@ class Callers:
         res = self.flows.get(key)
         st = res.at.get(a.tok) if res and a.tok is not None else None
         if not ctxs or st is None:
-            return [set(a.held)]
+            return [_own_guards(set(a.held), a.struct)]
         local = set(st.held)
-        return [local | {n for n in c if n not in st.killed} for c in ctxs]
+        return [_own_guards(local | {n for n in c if n not in st.killed}, a.struct)
+                for c in ctxs]
 
     def _ctx_excluded(self, r, writes, common):
         """Every calling context of read r shares a lock with every calling
@@ -498,3 +500,10 @@ def _held_by_all(sites, entry, clocks):
         if not common:
             break
     return common
+
+
+def _own_guards(held, struct):
+    """held without the state guards of other structs' fields (guards.py:
+    a field's state keeps apart only accesses to its own object)."""
+    drop = {n for n in held if "{" in n and guard_struct(n) not in (None, struct)}
+    return held - drop if drop else held

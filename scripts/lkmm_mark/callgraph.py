@@ -19,6 +19,7 @@ the false positives of unseen callers start here.
 import collections
 
 from .locks import LockFlow, State, How, call_context, KEYWORDS
+from .guards import Guards
 from .source import _short
 from .tokutil import _designated_init, _call_start
 
@@ -52,6 +53,7 @@ class CallGraph:
 
     def run_flow(self):
         self.lockfns = self.annotated_lockfns()
+        self.guards = Guards(self.P.guards)
         by_func = collections.defaultdict(list)
         for a in self.accesses:
             if a.func is not None and a.tok is not None:
@@ -80,7 +82,7 @@ class CallGraph:
             return self.lock_name_of(f, toks, x, y)
 
         return LockFlow(toks, fn.body_start, fn.body_end + 1, self.lockfns, resolve,
-                        want).run(entry)
+                        want, self.guards).run(entry)
 
     def cond_params(self):
         """A conditionally kept lock handed on as a flag: after 'if (!v)

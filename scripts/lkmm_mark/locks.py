@@ -73,8 +73,9 @@ class FlowResult:
 class LockFlow:
     """Run over toks[lo:hi] (the body including braces)."""
 
-    def __init__(self, toks, lo, hi, lockfns, resolve, want):
+    def __init__(self, toks, lo, hi, lockfns, resolve, want, guards=None):
         self.t = toks
+        self.guards = guards or NO_GUARDS   # state guards (guards.py)
         self.lo = lo
         self.hi = hi
         self.lockfns = lockfns      # name -> spec dict
@@ -353,6 +354,10 @@ class LockFlow:
         s = self.expr(lo, hi, st)
         if st.cond:
             self._short_circuit(lo, hi, st)
+        g = self.guards.test(self.t, lo, hi, self.resolve) if self.guards.any else None
+        if g is not None:
+            # a state guard: each branch knows the state it tested
+            return self.guards.enter(s, g, True), self.guards.enter(s.copy(), g, False)
         return s, s.copy()
 
     def _short_circuit(self, lo, hi, st):
@@ -427,6 +432,12 @@ class LockFlow:
             a, b = args[w[0]]
             if self.resolve(a, b) != w[1]:
                 return None
+        w = spec.get("when_mentions")
+        if w:
+            # only the calls whose argument w[0] reads the field w[1]
+            # (wait_event(q, atomic_read(&t->num_writers) == 0))
+            if w[0] >= len(args) or not self._mentions(args[w[0]], w[1]):
+                return None
         if spec.get("lock"):
             return group_lock(spec["lock"], spec)
         # argument number spec['arg'] of the call
@@ -436,6 +447,26 @@ class LockFlow:
         a, b = args[n]
         name = self.resolve(a, b)
         return group_lock(name, spec) if name is not None else None
+
+    def _mentions(self, arg, field):
+        from .csrc import base_start
+        t = self.t
+        name = field.rsplit(".", 1)[-1]
+        for k in range(arg[0], arg[1]):
+            if t[k].text == name and k > arg[0] and t[k - 1].text in ("->", "."):
+                b = base_start(t, k - 1)
+                if b is not None and b >= arg[0] and self.resolve(b, k + 1) == field:
+                    return True
+        return False
+
+    def _groups_of(self, name):
+        """Held-set keys of every group the lock functions declare for name."""
+        out = set()
+        for spec in self.lockfns.values():
+            for sp in [spec] + spec.get("variants", []):
+                if sp.get("lock") == name and sp.get("mode") == "group":
+                    out.add("%s{%s}:r" % (name, sp["group"]))
+        return out
 
     def _split_args(self, lo, hi):
         t = self.t
@@ -467,10 +498,15 @@ class LockFlow:
         t = self.t
         want = self.want
         k = lo
+        guards = self.guards if self.guards.any else None
         while k < hi:
             tk = t[k]
+            if guards is not None and tk.text in guards.members:
+                st = guards.at_member(t, k, hi, st, self.resolve, self.lo, self.hi)
             if k in want:
                 self.res.at[k] = st
+                if guards is not None and tk.text in guards.members:
+                    self.res.at[k] = guards.deref_state(t, k, st, self.resolve, self.hi)
             if st.cond and tk.kind == "id" and k + 1 < hi and t[k + 1].text == "=" and \
                     any(v == tk.text for v, _ in st.cond.values()):
                 # the flag is assigned again: what it said is gone
@@ -508,10 +544,16 @@ class LockFlow:
                 st.held[mode_name(name, spec)] = How(spec["name"], line)
                 self.res.events.append((k, "acquire", name))
         elif op == "release":
-            for nm in (name, name + ":r"):
+            gone = {name, name + ":r"}
+            if spec.get("mode") != "group":
+                # a lock taken in several groups (one per exclusive operation)
+                # released without naming one: whichever group is held
+                gone |= {k for k in st.held if k.startswith(name + "{")}
+                gone |= self._groups_of(name)
+            for nm in gone:
                 st.held.pop(nm, None)
                 st.cond.pop(nm, None)
-            st.killed = st.killed | {name, name + ":r"}
+            st.killed = st.killed | gone
             self.res.events.append((k, "release", name))
         elif op == "assert":
             st.held[mode_name(name, spec)] = How(spec["name"], line)
@@ -520,6 +562,14 @@ class LockFlow:
             st.held.pop(name, None)
             st.held[name + ":r"] = How(spec["name"], line)
         return st
+
+
+class _NoGuards:
+    any = False
+    members = frozenset()
+
+
+NO_GUARDS = _NoGuards()
 
 
 def group_lock(name, spec):

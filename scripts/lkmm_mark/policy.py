@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Loading and checking policies/ (JSON data, no code)."""
 import json
-import os
 import re
 from pathlib import Path
 
@@ -24,7 +23,7 @@ SCHEMA = {
     "link_removal_functions": list, "link_test_functions": list, "ops_contexts": list,
     "container_accessors": list, "param_locks": list, "container_locks": list,
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
-    "phases": list, "pseudo_locks": list,
+    "phases": list, "pseudo_locks": list, "guards": list,
 }
 
 
@@ -49,6 +48,7 @@ class Policies:
         self.container_locks = {}  # struct -> spec: entries protected by their container's lock
         self.phases = []           # {struct, before, after, reason}: one object's life-cycle order
         self.pseudo_locks = {}     # name -> {name, struct, reason}: a protocol that acts as a lock
+        self.guards = []           # {field or call, reason, implies}: a state a test splits (guards.py)
         self.exceptions = []
         self.bitops = {}
         self.wait_macros = set()
@@ -118,165 +118,277 @@ def load(pdir=None, subsystem="btrfs"):
             continue
         d = _read(f)
         P.files.append(str(f))
-        for spec in d.get("lock_functions", []):
-            _need(f, spec, ("name", "op"), "lock_functions")
-            if spec["op"] not in ("acquire", "acquire_ret0", "trylock", "release",
-                                  "downgrade", "assert"):
-                raise UserError("%s: malformed policy file: lock function %s has unknown op '%s'"
-                                % (f, spec["name"], spec["op"]))
-            w = spec.get("when_arg")
-            if w is not None and not (isinstance(w, list) and len(w) == 2 and
-                                      isinstance(w[0], int) and isinstance(w[1], str)):
-                raise UserError("%s: malformed policy file: lock function %s: when_arg must be "
-                                "[argument number, token]" % (f, spec["name"]))
-            wf = spec.get("when_field")
-            if wf is not None and not (isinstance(wf, list) and len(wf) == 2 and
-                                       isinstance(wf[0], int) and isinstance(wf[1], str)):
-                raise UserError("%s: malformed policy file: lock function %s: when_field must be "
-                                "[argument number, struct.field]" % (f, spec["name"]))
-            mode = spec.get("mode", "exclusive")
-            if mode not in ("exclusive", "read", "group"):
-                raise UserError("%s: malformed policy file: lock function %s: mode must be "
-                                "exclusive, read or group" % (f, spec["name"]))
-            if (mode == "group") != isinstance(spec.get("group"), str):
-                raise UserError("%s: malformed policy file: lock function %s: a group mode "
-                                "needs a group name, and only it" % (f, spec["name"]))
-            sel = w is not None or wf is not None
-            prev = P.lockfns.get(spec["name"])
-            if prev is None:
-                P.lockfns[spec["name"]] = spec
-            elif (prev.get("when_arg") or prev.get("when_field")) and sel:
-                # one entry per lockdep map of a wrapper that takes several
-                # (btrfs_trans_state_lockdep_release(fs_info, STATE)):
-                # the call's argument picks the entry
-                prev.setdefault("variants", []).append(spec)
-            else:
-                raise UserError("%s: malformed policy file: lock function %s listed twice "
-                                "(only entries with when_arg or when_field may share a name)"
-                                % (f, spec["name"]))
-        P.diag_calls.update(d.get("diagnostic_calls", []))
-        P.diag_prefixes += d.get("diagnostic_prefixes", [])
-        P.assertions.update(d.get("assertion_calls", []))
-        P.allocators.update(d.get("allocators", []))
-        P.freers.update(d.get("freers", []))
-        P.lifecycle.update(d.get("lifecycle_functions", []))
-        for pat in d.get("lifecycle_patterns", []):
-            try:
-                P.lifecycle_re.append(re.compile(pat))
-            except re.error as e:
-                raise UserError("%s: malformed policy file: bad pattern %r: %s" % (f, pat, e))
-        for o in d.get("owners", []):
-            _need(f, o, ("field", "functions", "reason"), "owners")
-            # one entry may name several fields one owner holds
-            fields = [o["field"]] if isinstance(o["field"], str) else o["field"]
-            if not (isinstance(fields, list) and fields and
-                    all(isinstance(x, str) and "." in x for x in fields)) or \
-                    not (isinstance(o["functions"], list) and o["functions"] and
-                         all(isinstance(x, str) for x in o["functions"])):
-                raise UserError("%s: malformed policy file: owners entry: 'field' must be "
-                                "struct.field or a list of them, 'functions' a list of "
-                                "function names" % f)
-            P.owners.append(dict(o, field=fields))
-        for t in d.get("task_private", []):
-            _need(f, t, ("struct", "reason"), "task_private")
-            P.task_private[t["struct"]] = t
-        for h in d.get("handlers", []):
-            _need(f, h, ("functions", "context", "reason"), "handlers")
-            P.handlers.append(h)
-        for c in d.get("contexts", []):
-            _need(f, c, ("call", "args", "context"), "contexts")
-            for b in ("any_time", "callees"):
-                if not isinstance(c.get(b, False), bool):
-                    raise UserError("%s: malformed policy file: context %s: %s must be "
-                                    "true or false" % (f, c["call"], b))
-            h = c.get("hands_over")
-            if h is not None and not (isinstance(h, dict) and isinstance(h.get("struct"), str)
-                                      and isinstance(h.get("reason"), str)):
-                raise UserError("%s: malformed policy file: context %s: hands_over must be "
-                                "an object with \"struct\" and \"reason\"" % (f, c["call"]))
-            P.contexts.append(c)
-        for c in d.get("ops_entry_locks", []):
-            _need(f, c, ("member", "lock", "mode", "reason"), "ops_entry_locks")
-            if c["mode"] not in ("read", "exclusive"):
-                raise UserError("%s: malformed policy file: ops entry lock %s: mode must be "
-                                "read or exclusive" % (f, c["member"]))
-            P.ops_entry_locks[c["member"]] = c
-        for c in d.get("ops_contexts", []):
-            _need(f, c, ("member", "context"), "ops_contexts")
-            for b in ("any_time", "callees"):
-                if not isinstance(c.get(b, False), bool):
-                    raise UserError("%s: malformed policy file: ops context %s: %s must be "
-                                    "true or false" % (f, c["member"], b))
-            P.ops_contexts[c["member"]] = c
-        for c in d.get("param_locks", []):
-            _need(f, c, ("struct", "lock", "mode", "reason"), "param_locks")
-            ws = c.get("weak_sources", [])
-            if not isinstance(ws, list) or not all(isinstance(x, str) for x in ws):
-                raise UserError("%s: malformed policy file: param lock %s: weak_sources must "
-                                "be a list of function names" % (f, c["struct"]))
-            if c["mode"] not in ("read", "exclusive"):
-                raise UserError("%s: malformed policy file: param_locks %s: mode must be "
-                                "read or exclusive" % (f, c["struct"]))
-            P.param_locks[c["struct"]] = c
-        for c in d.get("container_locks", []):
-            _need(f, c, ("struct", "locks", "reason"), "container_locks")
-            if not isinstance(c["locks"], list) or len(c["locks"]) < 2 or \
-                    not all(isinstance(x, str) for x in c["locks"]):
-                raise UserError("%s: malformed policy file: container_locks %s: locks must be "
-                                "a list of at least two lock names" % (f, c["struct"]))
-            # the entry's lock, as it reads in reasons and locks_held
-            P.container_locks[c["struct"]] = dict(c, name=" or ".join(c["locks"]))
-        for c in d.get("phases", []):
-            _need(f, c, ("struct", "before", "after", "reason"), "phases")
-            for k in ("before", "after"):
-                if not (isinstance(c[k], list) and c[k] and
-                        all(isinstance(x, str) and x for x in c[k])):
-                    raise UserError("%s: malformed policy file: phases %s: '%s' must be a "
-                                    "non-empty list of function names" % (f, c["struct"], k))
-            if set(c["before"]) & set(c["after"]):
-                raise UserError("%s: malformed policy file: phases %s: %s is both before "
-                                "and after" % (f, c["struct"],
-                                               sorted(set(c["before"]) & set(c["after"]))[0]))
-            P.phases.append(c)
-        for c in d.get("pseudo_locks", []):
-            _need(f, c, ("name", "struct", "reason"), "pseudo_locks")
-            P.pseudo_locks[c["name"]] = c
-        for c in d.get("container_accessors", []):
-            _need(f, c, ("name", "struct"), "container_accessors")
-            P.container_accessors[c["name"]] = c["struct"]
-        for e in d.get("exceptions", []):
-            _need(f, e, ("field", "reason"), "exceptions")
-            P.exceptions.append(e)
-        for b in d.get("atomic_bitops", []):
-            _need(f, b, ("name", "arg"), "atomic_bitops")
-            P.bitops[b["name"]] = b["arg"]
-        P.wait_macros.update(d.get("wait_macros", []))
-        if "context_depth" in d:
-            P.context_depth = d["context_depth"]
-        for p in d.get("policies", []):
-            _need(f, p, ("id", "text"), "policies")
-            P.policies.append(p)
-        for r in d.get("rules", []):
-            _need(f, r, ("id", "action", "text"), "rules")
-            P.rules[r["id"]] = r
-        P.scalar_typedefs.update(d.get("scalar_typedefs", []))
-        P.test_dirs += d.get("test_dirs", [])
-        P.non_retaining.update(d.get("non_retaining_functions", []))
-        for b in d.get("publish_functions", []):
-            _need(f, b, ("name", "arg"), "publish_functions")
-            P.publishers[b["name"]] = b["arg"]
-        P.unlinkers.update(d.get("unlink_functions", []))
-        P.link_removers.update(d.get("link_removal_functions", []))
-        P.link_tests.update(d.get("link_test_functions", []))
-        P.sync_callers.update(d.get("sync_callers", []))
-        P.non_calling.update(d.get("non_calling_macros", []))
-        for b in d.get("new_object_flags", []):
-            _need(f, b, ("member", "flag", "publish", "reason"), "new_object_flags")
-            if not isinstance(b["publish"], list) or not b["publish"]:
-                raise UserError("%s: malformed policy file: new_object_flags %s: publish must "
-                                "be a non-empty list of functions" % (f, b["flag"]))
-            P.new_flags.append(b)
+        for key, value in d.items():
+            loader = _LOADERS.get(key)
+            if loader is not None:
+                loader(P, f, value)
     return P
+
+
+def _err(f, msg, *args):
+    return UserError("%s: malformed policy file: %s" % (f, msg % args))
+
+
+def _names(f, c, key, what, nonempty=True):
+    v = c.get(key)
+    if not (isinstance(v, list) and (v or not nonempty) and
+            all(isinstance(x, str) and x for x in v)):
+        raise _err(f, "%s: '%s' must be a %slist of function names", what, key,
+                   "non-empty " if nonempty else "")
+
+
+def _selector(f, spec, key, what):
+    w = spec.get(key)
+    if w is not None and not (isinstance(w, list) and len(w) == 2 and
+                              isinstance(w[0], int) and isinstance(w[1], str)):
+        raise _err(f, "lock function %s: %s must be [argument number, %s]",
+                   spec["name"], key, what)
+    return w is not None
+
+
+def _lock_functions(P, f, specs):
+    for spec in specs:
+        _need(f, spec, ("name", "op"), "lock_functions")
+        if spec["op"] not in ("acquire", "acquire_ret0", "trylock", "release",
+                              "downgrade", "assert"):
+            raise _err(f, "lock function %s has unknown op '%s'", spec["name"], spec["op"])
+        sel = _selector(f, spec, "when_arg", "token")
+        sel = _selector(f, spec, "when_field", "struct.field") or sel
+        sel = _selector(f, spec, "when_mentions", "struct.field") or sel
+        mode = spec.get("mode", "exclusive")
+        if mode not in ("exclusive", "read", "group"):
+            raise _err(f, "lock function %s: mode must be exclusive, read or group",
+                       spec["name"])
+        if (mode == "group") != isinstance(spec.get("group"), str):
+            raise _err(f, "lock function %s: a group mode needs a group name, and only it",
+                       spec["name"])
+        prev = P.lockfns.get(spec["name"])
+        if prev is None:
+            P.lockfns[spec["name"]] = spec
+        elif _selects(prev) and sel:
+            # one entry per lockdep map of a wrapper that takes several
+            # (btrfs_trans_state_lockdep_release(fs_info, STATE)), or per
+            # exclusive operation: the call's argument picks the entry
+            prev.setdefault("variants", []).append(spec)
+        else:
+            raise _err(f, "lock function %s listed twice (only entries with when_arg, "
+                       "when_field or when_mentions may share a name)", spec["name"])
+
+
+def _selects(spec):
+    return any(spec.get(k) for k in ("when_arg", "when_field", "when_mentions"))
+
+
+def _owners(P, f, entries):
+    for o in entries:
+        _need(f, o, ("field", "functions", "reason"), "owners")
+        # one entry may name several fields one owner holds
+        fields = [o["field"]] if isinstance(o["field"], str) else o["field"]
+        if not (isinstance(fields, list) and fields and
+                all(isinstance(x, str) and "." in x for x in fields)) or \
+                not (isinstance(o["functions"], list) and o["functions"] and
+                     all(isinstance(x, str) for x in o["functions"])):
+            raise _err(f, "owners entry: 'field' must be struct.field or a list of them, "
+                       "'functions' a list of function names")
+        P.owners.append(dict(o, field=fields))
+
+
+def _flags(f, c, name, what, keys=("any_time", "callees")):
+    for b in keys:
+        if not isinstance(c.get(b, False), bool):
+            raise _err(f, "%s %s: %s must be true or false", what, name, b)
+
+
+def _contexts(P, f, entries):
+    for c in entries:
+        _need(f, c, ("call", "args", "context"), "contexts")
+        _flags(f, c, c["call"], "context")
+        h = c.get("hands_over")
+        if h is not None and not (isinstance(h, dict) and isinstance(h.get("struct"), str)
+                                  and isinstance(h.get("reason"), str)):
+            raise _err(f, "context %s: hands_over must be an object with \"struct\" "
+                       "and \"reason\"", c["call"])
+        P.contexts.append(c)
+
+
+def _ops_entry_locks(P, f, entries):
+    for c in entries:
+        _need(f, c, ("member", "lock", "mode", "reason"), "ops_entry_locks")
+        if c["mode"] not in ("read", "exclusive"):
+            raise _err(f, "ops entry lock %s: mode must be read or exclusive", c["member"])
+        P.ops_entry_locks[c["member"]] = c
+
+
+def _ops_contexts(P, f, entries):
+    for c in entries:
+        _need(f, c, ("member", "context"), "ops_contexts")
+        _flags(f, c, c["member"], "ops context")
+        P.ops_contexts[c["member"]] = c
+
+
+def _param_locks(P, f, entries):
+    for c in entries:
+        _need(f, c, ("struct", "lock", "mode", "reason"), "param_locks")
+        ws = c.get("weak_sources", [])
+        if not isinstance(ws, list) or not all(isinstance(x, str) for x in ws):
+            raise _err(f, "param lock %s: weak_sources must be a list of function names",
+                       c["struct"])
+        if c["mode"] not in ("read", "exclusive"):
+            raise _err(f, "param_locks %s: mode must be read or exclusive", c["struct"])
+        P.param_locks[c["struct"]] = c
+
+
+def _container_locks(P, f, entries):
+    for c in entries:
+        _need(f, c, ("struct", "locks", "reason"), "container_locks")
+        if not isinstance(c["locks"], list) or len(c["locks"]) < 2 or \
+                not all(isinstance(x, str) for x in c["locks"]):
+            raise _err(f, "container_locks %s: locks must be a list of at least two "
+                       "lock names", c["struct"])
+        # the entry's lock, as it reads in reasons and locks_held
+        P.container_locks[c["struct"]] = dict(c, name=" or ".join(c["locks"]))
+
+
+def _phases(P, f, entries):
+    for c in entries:
+        _need(f, c, ("struct", "before", "after", "reason"), "phases")
+        for k in ("before", "after"):
+            _names(f, c, k, "phases " + c["struct"])
+        if set(c["before"]) & set(c["after"]):
+            raise _err(f, "phases %s: %s is both before and after", c["struct"],
+                       sorted(set(c["before"]) & set(c["after"]))[0])
+        P.phases.append(c)
+
+
+_GUARD_STATES = {"field": ("set", "null"), "call": ("true", "false")}
+
+
+def _guards(P, f, entries):
+    for c in entries:
+        _need(f, c, ("reason",), "guards")
+        kinds = [k for k in ("field", "call") if isinstance(c.get(k), str)]
+        if len(kinds) != 1 or (kinds[0] == "field" and "." not in c["field"]):
+            raise _err(f, "guards entry %s: it needs either \"field\" (struct.field) or "
+                       "\"call\" (a predicate's name)", json.dumps(c)[:60])
+        states = _GUARD_STATES[kinds[0]]
+        imp = c.get("implies", {})
+        if not isinstance(imp, dict) or any(k not in states for k in imp) or any(
+                not isinstance(v, list) or not all(
+                    isinstance(x, dict) and isinstance(x.get("lock"), str) and
+                    x.get("mode") in ("read", "exclusive") for x in v) for v in imp.values()):
+            raise _err(f, "guards %s: implies must map %s to lists of {\"lock\", "
+                       "\"mode\": read or exclusive}", c[kinds[0]], " or ".join(states))
+        P.guards.append(c)
+
+
+def _keyed(attr, key, what, fields):
+    """A list of entries stored by their key in P.<attr>."""
+    def load(P, f, entries):
+        for c in entries:
+            _need(f, c, fields, what)
+            getattr(P, attr)[c[key]] = c
+    return load
+
+
+def _listed(attr, fields, what):
+    def load(P, f, entries):
+        for c in entries:
+            _need(f, c, fields, what)
+            getattr(P, attr).append(c)
+    return load
+
+
+def _updated(attr):
+    def load(P, f, names):
+        getattr(P, attr).update(names)
+    return load
+
+
+def _extended(attr):
+    def load(P, f, names):
+        getattr(P, attr).extend(names)
+    return load
+
+
+def _lifecycle_patterns(P, f, pats):
+    for pat in pats:
+        try:
+            P.lifecycle_re.append(re.compile(pat))
+        except re.error as e:
+            raise _err(f, "bad pattern %r: %s", pat, e)
+
+
+def _arg_map(attr, what):
+    def load(P, f, entries):
+        for b in entries:
+            _need(f, b, ("name", "arg"), what)
+            getattr(P, attr)[b["name"]] = b["arg"]
+    return load
+
+
+def _new_object_flags(P, f, entries):
+    for b in entries:
+        _need(f, b, ("member", "flag", "publish", "reason"), "new_object_flags")
+        if not isinstance(b["publish"], list) or not b["publish"]:
+            raise _err(f, "new_object_flags %s: publish must be a non-empty list of "
+                       "functions", b["flag"])
+        P.new_flags.append(b)
+
+
+def _container_accessors(P, f, entries):
+    for c in entries:
+        _need(f, c, ("name", "struct"), "container_accessors")
+        P.container_accessors[c["name"]] = c["struct"]
+
+
+def _context_depth(P, f, n):
+    P.context_depth = n
+
+
+def _rules(P, f, entries):
+    for r in entries:
+        _need(f, r, ("id", "action", "text"), "rules")
+        P.rules[r["id"]] = r
+
+
+_LOADERS = {
+    "lock_functions": _lock_functions,
+    "diagnostic_calls": _updated("diag_calls"),
+    "diagnostic_prefixes": _extended("diag_prefixes"),
+    "assertion_calls": _updated("assertions"),
+    "allocators": _updated("allocators"),
+    "freers": _updated("freers"),
+    "lifecycle_functions": _updated("lifecycle"),
+    "lifecycle_patterns": _lifecycle_patterns,
+    "owners": _owners,
+    "task_private": _keyed("task_private", "struct", "task_private", ("struct", "reason")),
+    "handlers": _listed("handlers", ("functions", "context", "reason"), "handlers"),
+    "contexts": _contexts,
+    "ops_entry_locks": _ops_entry_locks,
+    "ops_contexts": _ops_contexts,
+    "param_locks": _param_locks,
+    "container_locks": _container_locks,
+    "phases": _phases,
+    "guards": _guards,
+    "pseudo_locks": _keyed("pseudo_locks", "name", "pseudo_locks", ("name", "struct", "reason")),
+    "container_accessors": _container_accessors,
+    "exceptions": _listed("exceptions", ("field", "reason"), "exceptions"),
+    "atomic_bitops": _arg_map("bitops", "atomic_bitops"),
+    "wait_macros": _updated("wait_macros"),
+    "context_depth": _context_depth,
+    "policies": _listed("policies", ("id", "text"), "policies"),
+    "rules": _rules,
+    "scalar_typedefs": _updated("scalar_typedefs"),
+    "test_dirs": _extended("test_dirs"),
+    "non_retaining_functions": _updated("non_retaining"),
+    "publish_functions": _arg_map("publishers", "publish_functions"),
+    "unlink_functions": _updated("unlinkers"),
+    "link_removal_functions": _updated("link_removers"),
+    "link_test_functions": _updated("link_tests"),
+    "sync_callers": _updated("sync_callers"),
+    "non_calling_macros": _updated("non_calling"),
+    "new_object_flags": _new_object_flags,
+}
 
 
 def digest(P):

@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""State guards: a test of a declared state splits the paths of a
+function, and each branch knows the state it tested (policies/ 'guards').
+
+Two kinds:
+- a configuration predicate, a call such as btrfs_is_zoned(fs_info): the
+  configuration is fixed for the life of the mount, so a path that found
+  it true never runs beside one that found it false;
+- a pointer field whose being set or NULL is a state of the protocol
+  (fs_info->running_transaction: no transaction is running; quota_root:
+  quotas are off), tested as 'x->f', '!x->f', 'x->f == NULL', or through
+  a local assigned from it.  A load whose value is dereferenced without a
+  test ('x->f->g', or 'v = x->f;' and then 'v->g') relies on the field
+  being set: it knows the state too.  A store to the field on the path
+  ends what the path knew.
+
+A known state is held as a group of a pseudo-lock named after the guard
+('S.f{=set}:r' against 'S.f{=null}:r', 'f(){=true}:r' against
+'f(){=false}:r'): two groups of one lock exclude each other
+(locks.groups_exclude()), so the accesses of the two branches never race.
+A guard entry may also say which locks a state implies
+("implies": {"null": [{"lock": L, "mode": "exclusive"}]}: no running
+transaction means no open handle).  A field guard keeps apart only
+accesses to its own struct (callers._locksets()): two objects' states say
+nothing of a third object.
+
+The LockFlow (locks.py) calls test() on each condition, at_member() and
+deref_state() on the tokens naming a guarded member.
+"""
+from .csrc import base_start, match_paren
+from .locks import How, mode_name
+
+ASSIGN = {"=", "+=", "-=", "|=", "&=", "^=", "<<=", ">>="}
+
+
+class Guards:
+    def __init__(self, specs):
+        self.fields = {g["field"]: g for g in specs if g.get("field")}
+        self.calls = {g["call"]: g for g in specs if g.get("call")}
+        self.members = frozenset(f.rsplit(".", 1)[-1] for f in self.fields)
+        self.any = bool(self.fields or self.calls)
+
+    # ------------------------------------------------------------ tests
+    def test(self, t, lo, hi, resolve):
+        """The guard a condition toks[lo:hi] tests: (key, spec, state when
+        true, state when false), or None."""
+        neg = False
+        while lo < hi and t[lo].text in ("!", "("):
+            if t[lo].text == "(":
+                if match_paren(t, lo) != hi - 1:
+                    break
+                hi -= 1
+            else:
+                neg = not neg
+            lo += 1
+        if lo >= hi:
+            return None
+        if t[lo].text in self.calls and t[lo + 1].text == "(" and match_paren(t, lo + 1) == hi - 1:
+            spec = self.calls[t[lo].text]
+            key = t[lo].text + "()"
+            return (key, spec, "false", "true") if neg else (key, spec, "true", "false")
+        eq = None
+        for k in range(lo, hi):
+            if t[k].text in ("==", "!=") and k + 2 == hi and t[k + 1].text == "NULL":
+                eq, hi = t[k].text, k
+                break
+        g = self._field_at(t, lo, hi, resolve)
+        if g is None:
+            return None
+        key, spec = g
+        is_set = (eq != "==") != neg
+        return (key, spec, "set", "null") if is_set else (key, spec, "null", "set")
+
+    def _field_at(self, t, lo, hi, resolve):
+        """(field, spec) when toks[lo:hi] is a member expression naming a
+        guarded field, or a local assigned from one earlier."""
+        if hi - lo == 1 and t[lo].kind == "id":
+            return self._alias(t, lo, resolve)
+        if hi - lo < 3 or t[hi - 1].text not in self.members or t[hi - 2].text not in ("->", "."):
+            return None
+        b = base_start(t, hi - 2)
+        if b != lo:
+            return None
+        f = resolve(lo, hi)
+        return (f, self.fields[f]) if f in self.fields else None
+
+    def _alias(self, t, k, resolve):
+        """'v' assigned from a guarded field by the last 'v = x->f;' before
+        toks[k] (within the last 400 tokens), with no other assignment
+        of v in between."""
+        v = t[k].text
+        for j in range(k - 1, max(k - 400, 0), -1):
+            if t[j].text != v or t[j + 1].text != "=" or t[j - 1].text in (".", "->"):
+                continue
+            end = j + 2
+            while end < len(t) and t[end].text != ";":
+                end += 1
+            return self._field_at(t, j + 2, end, resolve) if end - j - 2 >= 3 else None
+        return None
+
+    # ----------------------------------------------------------- states
+    def enter(self, st, g, true_branch):
+        """st with the state the branch knows (key, spec, when-true,
+        when-false)."""
+        key, spec, yes, no = g
+        state = yes if true_branch else no
+        return self._with(st, key, spec, state, "tested")
+
+    def _with(self, st, key, spec, state, how):
+        st = st.copy()
+        for k in [k for k in st.held if k.startswith(key + "{=")]:
+            del st.held[k]
+        st.held["%s{=%s}:r" % (key, state)] = How("%s %s: %s" % (key, how, state), 0)
+        for imp in spec.get("implies", {}).get(state, ()):
+            st.held[mode_name(imp["lock"], imp)] = How(
+                "%s is %s (%s)" % (key, state, spec["reason"]), 0)
+        return st
+
+    def at_member(self, t, k, hi, st, resolve, flo, fhi):
+        """A store to a guarded field (toks[k] its member name): what the
+        path knew of it is gone."""
+        if k + 1 >= len(t) or t[k + 1].text not in ASSIGN or t[k - 1].text not in ("->", "."):
+            return st
+        b = base_start(t, k - 1)
+        f = resolve(b, k + 1) if b is not None else None
+        if f not in self.fields or not any(x.startswith(f + "{=") for x in st.held):
+            return st
+        st = st.copy()
+        for x in [x for x in st.held if x.startswith(f + "{=")]:
+            del st.held[x]
+        return st
+
+    def deref_state(self, t, k, st, resolve, fhi):
+        """The state at a load of a guarded field (toks[k] its member
+        name): set, when the value is dereferenced without a test."""
+        if t[k - 1].text not in ("->", ".") or (k + 1 < len(t) and t[k + 1].text in ASSIGN):
+            return st
+        b = base_start(t, k - 1)
+        f = resolve(b, k + 1) if b is not None else None
+        if f not in self.fields:
+            return st
+        deref = t[k + 1].text == "->"
+        if not deref and t[k + 1].text == ";" and b >= 2 and t[b - 1].text == "=" and \
+                t[b - 2].kind == "id":
+            v = t[b - 2].text
+            for j in range(k + 2, fhi):
+                if t[j].text == v and t[j - 1].text not in (".", "->"):
+                    deref = t[j + 1].text == "->"
+                    break
+        if not deref:
+            return st
+        return self._with(st, f, self.fields[f], "set", "dereferenced")
+
+
+def guard_struct(key):
+    """The struct a field guard key names ('S.f{=set}:r' -> 'S'); None for
+    a configuration predicate or any other held-set key."""
+    if "{=" not in key:
+        return None
+    base = key.split("{=", 1)[0]
+    if base.endswith("()") or "." not in base:
+        return None
+    return base.split(".", 1)[0]
