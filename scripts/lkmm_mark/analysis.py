@@ -24,14 +24,20 @@ the ones before it set (each module's docstring says what it reads and sets):
   protection.py   per field: its lock, lost updates, class
   races.py        what keeps two accesses apart without a common lock
   verdicts.py     each access's action, rule and reason
+  contexts.py     the entry points each function is reached from, and
+                  which run in parallel
+  pairs.py        for each marked access, a counterpart that races with
+                  it ('paired'), or none ('lockset-only')
 """
 from .accesses import Accesses
 from .callers import Callers
 from .callgraph import CallGraph
+from .contexts import Contexts
 from .detach import Detach
 from .escapes import Escapes
 from .exclusions import Exclusions
 from .owners import Owners
+from .pairs import Pairs
 from .private import Private
 from .protection import Protection
 from .races import Races, PHASE_TAG
@@ -45,7 +51,8 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 
 class Analysis(Accesses, Syntax, SourceScan, CallGraph, Callers, Escapes, Private,
-               Detach, Unpublished, Owners, Exclusions, Protection, Races, Verdicts):
+               Detach, Unpublished, Owners, Exclusions, Protection, Races, Verdicts,
+               Contexts, Pairs):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")
@@ -89,4 +96,5 @@ class Analysis(Accesses, Syntax, SourceScan, CallGraph, Callers, Escapes, Privat
         self.owner_reads()
         self.container_held()
         self.infer()
+        self.racing_pairs()
         return self

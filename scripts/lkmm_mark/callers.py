@@ -60,28 +60,62 @@ class Callers:
         ops_entry = self._ops_members(self.P.ops_entry_locks)
         for key, fn in self.src.funcs.items():
             annot[key] = self._own_entry_locks(key, fn, ops_entry)
-        entry = {k: dict(v) for k, v in annot.items()}
+        for key, held in self.handed_locks().items():
+            for n, how in held.items():
+                annot[key].setdefault(n, how)
+        # the greatest fixed point: a function every caller of which is
+        # entered with L is entered with L, also around recursion
+        # (btrfs_log_inode() and the helpers that log other inodes call
+        # each other inside one log transaction).  Calls that pass an
+        # object private to the caller do not count (_shared_sites()),
+        # except for the states of guards.py, which hold whatever object
+        # a caller passes.
+        entry = self._fixed_point(self._shared_sites(), annot, None)
+        every = {key: self.sites_of(fn) for key, fn in self.src.funcs.items()
+                 if fn.name not in self.addr_taken and fn.name not in self.macro_used
+                 and self.sites_of(fn)}
+        states = self._fixed_point(every, annot, lambda n: "{=" in n)
+        for key, held in states.items():
+            for n, how in held.items():
+                entry[key].setdefault(n, how)
+        self.entry = entry
+
+    def _fixed_point(self, sites_of, annot, keep):
+        """{function key: locks it is entered with}: its own (annot) and
+        those every call site of sites_of[key] holds, iterated down from
+        'every lock' (_TOP); keep: which locks count (None: all).  What is
+        still unknown at the end (a cycle no outside caller enters) keeps
+        only its own locks."""
+        entry = {k: (_TOP if k in sites_of else dict(v)) for k, v in annot.items()}
         clocks = list(self.P.container_locks.values())
-        shared_sites = self._shared_sites()
-        for _ in range(30):
+        for _ in range(60):
             changed = False
-            for key, sites in shared_sites.items():
-                fn = self.src.funcs[key]
+            for key, sites in sites_of.items():
                 common = _held_by_all(sites, entry, clocks)
-                new = dict(annot[key])
-                for n in sorted(common or ()):
-                    if n not in new:
-                        c0 = sites[0]
-                        new[n] = How(_BY_CALLERS + " %d callers (%s at %s:%d)"
-                                     % (len(sites), c0[0].name, _short(c0[0].file),
-                                        self.src.toks[c0[0].file][c0[2]].line),
-                                     fn.line)
-                if set(new) != set(entry[key]):
+                if common is _TOP:
+                    continue
+                if keep is not None:
+                    common = {n for n in common if keep(n)}
+                new = self._with_callers_locks(key, annot[key], common, sites)
+                if entry[key] is _TOP or set(new) != set(entry[key]):
                     entry[key] = new
                     changed = True
             if not changed:
                 break
-        self.entry = entry
+        return {k: (dict(annot[k]) if v is _TOP else v) for k, v in entry.items()}
+
+    def _with_callers_locks(self, key, own, common, sites):
+        """own plus the locks common to every call site, each with how the
+        callers hold it."""
+        fn = self.src.funcs[key]
+        new = dict(own)
+        for n in sorted(common or ()):
+            if n not in new:
+                c0 = sites[0]
+                new[n] = How(_BY_CALLERS + " %d callers (%s at %s:%d)"
+                             % (len(sites), c0[0].name, _short(c0[0].file),
+                                self.src.toks[c0[0].file][c0[2]].line), fn.line)
+        return new
 
     def _own_entry_locks(self, key, fn, ops_entry):
         """The locks fn itself says it is entered with: annotations, a
@@ -481,14 +515,20 @@ class Callers:
         return out
 
 
+_TOP = object()      # entry_locks(): not known yet, every lock
+
+
 def _held_by_all(sites, entry, clocks):
     """The locks every one of sites holds at its call (with those its
     caller is entered with and does not release before it, and a
-    container's lock for the container lock the caller holds)."""
-    common = None
+    container's lock for the container lock the caller holds); _TOP
+    while every caller's own entry is still unknown."""
+    common = _TOP
     for (caller, st, k) in sites:
-        h = set(st.held)
         ce = entry.get((caller.file, caller.name), {})
+        if ce is _TOP:
+            continue
+        h = set(st.held)
         h |= {n for n in ce if n not in st.killed}
         for c in clocks:
             # a container's lock: whichever one the caller holds
@@ -496,7 +536,7 @@ def _held_by_all(sites, entry, clocks):
                 for m in (lk, lk + ":r"):
                     if m in h:
                         h.add(c["name"] + m[len(lk):])
-        common = h if common is None else (common & h)
+        common = h if common is _TOP else (common & h)
         if not common:
             break
     return common

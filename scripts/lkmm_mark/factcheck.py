@@ -33,7 +33,8 @@ _NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"', re.S)
 # struct.field, "lock" a lock as the analysis names it (struct.field or
 # a variable), "file" a path below the tree.
 NAMES = {
-    "lock_functions": [("name", "id"), ("lock", "lock"), ("when_field.1", "field")],
+    "lock_functions": [("name", "id"), ("lock", "lock"), ("when_field.1", "field"),
+                       ("when_mentions.1", "field"), ("when_arg.1", "id")],
     "diagnostic_calls": [("", "id")], "assertion_calls": [("", "id")],
     "allocators": [("", "id")], "freers": [("", "id")],
     "lifecycle_functions": [("", "id")], "marking_macros": [("", "id")],
@@ -55,6 +56,7 @@ NAMES = {
     "new_object_flags": [("member", "id"), ("flag", "id"), ("publish", "id")],
     "phases": [("struct", "struct"), ("before", "id"), ("after", "id")],
     "pseudo_locks": [("struct", "struct")],
+    "guards": [("field", "field"), ("call", "id"), ("when_mentions.1", "field")],
 }
 
 

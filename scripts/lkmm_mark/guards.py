@@ -12,7 +12,7 @@ Two kinds:
   a local assigned from it.  A load whose value is dereferenced without a
   test ('x->f->g', or 'v = x->f;' and then 'v->g') relies on the field
   being set: it knows the state too.  A store to the field on the path
-  ends what the path knew.
+  sets what the path knows ('= NULL': null, another value: set).
 
 A known state is held as a group of a pseudo-lock named after the guard
 ('S.f{=set}:r' against 'S.f{=null}:r', 'f(){=true}:r' against
@@ -36,7 +36,10 @@ ASSIGN = {"=", "+=", "-=", "|=", "&=", "^=", "<<=", ">>="}
 class Guards:
     def __init__(self, specs):
         self.fields = {g["field"]: g for g in specs if g.get("field")}
-        self.calls = {g["call"]: g for g in specs if g.get("call")}
+        self.calls = {}
+        for g in specs:
+            if g.get("call"):
+                self.calls.setdefault(g["call"], []).append(g)
         self.members = frozenset(f.rsplit(".", 1)[-1] for f in self.fields)
         self.any = bool(self.fields or self.calls)
 
@@ -56,8 +59,11 @@ class Guards:
         if lo >= hi:
             return None
         if t[lo].text in self.calls and t[lo + 1].text == "(" and match_paren(t, lo + 1) == hi - 1:
-            spec = self.calls[t[lo].text]
-            key = t[lo].text + "()"
+            spec = self._call_spec(t, lo, hi - 1, resolve)
+            if spec is None:
+                return None
+            w = spec.get("when_mentions")
+            key = "%s(%s)" % (t[lo].text, w[1] if w else "")
             return (key, spec, "false", "true") if neg else (key, spec, "true", "false")
         eq = None
         for k in range(lo, hi):
@@ -70,6 +76,19 @@ class Guards:
         key, spec = g
         is_set = (eq != "==") != neg
         return (key, spec, "set", "null") if is_set else (key, spec, "null", "set")
+
+    def _call_spec(self, t, k, close, resolve):
+        """The guard entry a call toks[k](...) (closing at close) is: one
+        without an argument selector, or one whose argument reads its
+        field ('list_empty(&fs_info->trans_list)')."""
+        for spec in self.calls[t[k].text]:
+            w = spec.get("when_mentions")
+            if not w:
+                return spec
+            args = _split_top(t, k + 2, close)
+            if w[0] < len(args) and _mentions(t, args[w[0]], w[1], resolve):
+                return spec
+        return None
 
     def _field_at(self, t, lo, hi, resolve):
         """(field, spec) when toks[lo:hi] is a member expression naming a
@@ -99,32 +118,37 @@ class Guards:
         return None
 
     # ----------------------------------------------------------- states
-    def enter(self, st, g, true_branch):
+    def enter(self, st, g, true_branch, line):
         """st with the state the branch knows (key, spec, when-true,
         when-false)."""
         key, spec, yes, no = g
         state = yes if true_branch else no
-        return self._with(st, key, spec, state, "tested")
+        return self._with(st, key, spec, state, "tested", line)
 
-    def _with(self, st, key, spec, state, how):
+    def _with(self, st, key, spec, state, how, line):
         st = st.copy()
         for k in [k for k in st.held if k.startswith(key + "{=")]:
             del st.held[k]
-        st.held["%s{=%s}:r" % (key, state)] = How("%s %s: %s" % (key, how, state), 0)
+        st.held["%s{=%s}:r" % (key, state)] = How("%s %s: %s" % (key, how, state), line)
         for imp in spec.get("implies", {}).get(state, ()):
             st.held[mode_name(imp["lock"], imp)] = How(
-                "%s is %s (%s)" % (key, state, spec["reason"]), 0)
+                "%s is %s (%s)" % (key, state, spec["reason"]), line)
         return st
 
     def at_member(self, t, k, hi, st, resolve, flo, fhi):
-        """A store to a guarded field (toks[k] its member name): what the
-        path knew of it is gone."""
+        """A store to a guarded field (toks[k] its member name): the path
+        now knows the state it stored ('= NULL': null, any other value:
+        set); a compound assignment leaves it unknown."""
         if k + 1 >= len(t) or t[k + 1].text not in ASSIGN or t[k - 1].text not in ("->", "."):
             return st
         b = base_start(t, k - 1)
         f = resolve(b, k + 1) if b is not None else None
-        if f not in self.fields or not any(x.startswith(f + "{=") for x in st.held):
+        if f not in self.fields:
             return st
+        if t[k + 1].text == "=":
+            null = t[k + 2].text == "NULL" and t[k + 3].text == ";"
+            return self._with(st, f, self.fields[f], "null" if null else "set", "stored",
+                              t[k].line)
         st = st.copy()
         for x in [x for x in st.held if x.startswith(f + "{=")]:
             del st.held[x]
@@ -149,7 +173,7 @@ class Guards:
                     break
         if not deref:
             return st
-        return self._with(st, f, self.fields[f], "set", "dereferenced")
+        return self._with(st, f, self.fields[f], "set", "dereferenced", t[k].line)
 
 
 def guard_struct(key):
@@ -161,3 +185,30 @@ def guard_struct(key):
     if base.endswith("()") or "." not in base:
         return None
     return base.split(".", 1)[0]
+
+
+def _split_top(t, lo, hi):
+    out, depth, start = [], 0, lo
+    for k in range(lo, hi):
+        x = t[k].text
+        if x in "([{":
+            depth += 1
+        elif x in ")]}":
+            depth -= 1
+        elif x == "," and depth == 0:
+            out.append((start, k))
+            start = k + 1
+    if start < hi:
+        out.append((start, hi))
+    return out
+
+
+def _mentions(t, arg, field, resolve):
+    """The argument toks[arg[0]:arg[1]] reads field (struct.field)."""
+    name = field.rsplit(".", 1)[-1]
+    for k in range(arg[0] + 1, arg[1]):
+        if t[k].text == name and t[k - 1].text in ("->", "."):
+            b = base_start(t, k - 1)
+            if b is not None and b >= arg[0] and resolve(b, k + 1) == field:
+                return True
+    return False

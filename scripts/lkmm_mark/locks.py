@@ -195,8 +195,10 @@ class LockFlow:
             if tx == "switch":
                 st_exit = None
             forever = tx == "while" and [x.text for x in t[i + 2:c]] in (["1"], ["true"])
+            g = self.guards.test(t, i + 2, c, self.resolve) \
+                if tx == "while" and self.guards.any else None
             return self._loop_body(c + 1, st_body, st_exit, end, switch=(tx == "switch"),
-                                   forever=forever)
+                                   forever=forever, exit_guard=g)
         if tx == "for" and i + 1 < end and t[i + 1].text == "(":
             c = self._match(i + 1)
             st = self.expr(i + 2, c, st)
@@ -248,7 +250,8 @@ class LockFlow:
         st = self.expr(i, j, st)
         return j + 1, st
 
-    def _loop_body(self, i, st_body, st_exit, end, switch=False, forever=False):
+    def _loop_body(self, i, st_body, st_exit, end, switch=False, forever=False,
+                   exit_guard=None):
         frame = [None, None]
         if switch:
             frame.append(st_body)
@@ -258,13 +261,14 @@ class LockFlow:
         if forever:
             # while (1) / for (;;): the only way out is a break
             return j, frame[0]
-        out = merge(st_exit, frame[0])
-        if not switch:
-            out = merge(out, s)
-            out = merge(out, frame[1])
-        else:
-            out = merge(out, s)
-        return j, out
+        if switch:
+            return j, merge(merge(st_exit, frame[0]), s)
+        out = merge(merge(st_exit, s), frame[1])
+        if exit_guard is not None and out is not None:
+            # 'while (!list_empty(x))' is left, but by a break, only once the
+            # test found the state that ends it (guards.py)
+            out = self.guards.enter(out, exit_guard, False, self.t[i].line)
+        return j, merge(out, frame[0])
 
     def _find_semi(self, i, end):
         t = self.t
@@ -332,6 +336,7 @@ class LockFlow:
             if name:
                 got.held[mode_name(name, spec)] = How(spec["name"] + " succeeded",
                                                       t[k].line)
+                _also(got, spec, How(spec["name"] + " succeeded", t[k].line))
                 self.res.events.append((k, "acquire", name))
             # trylock: true means taken; mutex_lock_interruptible: 0 means taken
             taken_if_true = (spec["op"] == "trylock")
@@ -357,7 +362,8 @@ class LockFlow:
         g = self.guards.test(self.t, lo, hi, self.resolve) if self.guards.any else None
         if g is not None:
             # a state guard: each branch knows the state it tested
-            return self.guards.enter(s, g, True), self.guards.enter(s.copy(), g, False)
+            line = self.t[lo].line
+            return self.guards.enter(s, g, True, line), self.guards.enter(s.copy(), g, False, line)
         return s, s.copy()
 
     def _short_circuit(self, lo, hi, st):
@@ -449,15 +455,8 @@ class LockFlow:
         return group_lock(name, spec) if name is not None else None
 
     def _mentions(self, arg, field):
-        from .csrc import base_start
-        t = self.t
-        name = field.rsplit(".", 1)[-1]
-        for k in range(arg[0], arg[1]):
-            if t[k].text == name and k > arg[0] and t[k - 1].text in ("->", "."):
-                b = base_start(t, k - 1)
-                if b is not None and b >= arg[0] and self.resolve(b, k + 1) == field:
-                    return True
-        return False
+        from .guards import _mentions
+        return _mentions(self.t, arg, field, self.resolve)
 
     def _groups_of(self, name):
         """Held-set keys of every group the lock functions declare for name."""
@@ -501,12 +500,12 @@ class LockFlow:
         guards = self.guards if self.guards.any else None
         while k < hi:
             tk = t[k]
-            if guards is not None and tk.text in guards.members:
-                st = guards.at_member(t, k, hi, st, self.resolve, self.lo, self.hi)
             if k in want:
                 self.res.at[k] = st
                 if guards is not None and tk.text in guards.members:
                     self.res.at[k] = guards.deref_state(t, k, st, self.resolve, self.hi)
+            if guards is not None and tk.text in guards.members:
+                st = guards.at_member(t, k, hi, st, self.resolve, self.lo, self.hi)
             if st.cond and tk.kind == "id" and k + 1 < hi and t[k + 1].text == "=" and \
                     any(v == tk.text for v, _ in st.cond.values()):
                 # the flag is assigned again: what it said is gone
@@ -542,6 +541,7 @@ class LockFlow:
             # trylock outside a condition: unknown outcome, nothing held
             if op == "acquire" or op == "acquire_ret0":
                 st.held[mode_name(name, spec)] = How(spec["name"], line)
+                _also(st, spec, How(spec["name"], line))
                 self.res.events.append((k, "acquire", name))
         elif op == "release":
             gone = {name, name + ":r"}
@@ -562,6 +562,14 @@ class LockFlow:
             st.held.pop(name, None)
             st.held[name + ":r"] = How(spec["name"], line)
         return st
+
+
+def _also(st, spec, how):
+    """The other locks a lock function takes with its own ('also': a
+    try-lock that enters an exclusive operation and returns with the
+    spin lock that guards it held)."""
+    for extra in spec.get("also", ()):
+        st.held[mode_name(group_lock(extra["lock"], extra), extra)] = how
 
 
 class _NoGuards:

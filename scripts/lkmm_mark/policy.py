@@ -155,13 +155,17 @@ def _lock_functions(P, f, specs):
         sel = _selector(f, spec, "when_arg", "token")
         sel = _selector(f, spec, "when_field", "struct.field") or sel
         sel = _selector(f, spec, "when_mentions", "struct.field") or sel
-        mode = spec.get("mode", "exclusive")
-        if mode not in ("exclusive", "read", "group"):
-            raise _err(f, "lock function %s: mode must be exclusive, read or group",
-                       spec["name"])
-        if (mode == "group") != isinstance(spec.get("group"), str):
-            raise _err(f, "lock function %s: a group mode needs a group name, and only it",
-                       spec["name"])
+        for lk in [spec] + list(spec.get("also", ())):
+            if not isinstance(lk, dict) or (lk is not spec and not isinstance(lk.get("lock"), str)):
+                raise _err(f, "lock function %s: also must be a list of {\"lock\", "
+                           "\"mode\"}", spec["name"])
+            mode = lk.get("mode", "exclusive")
+            if mode not in ("exclusive", "read", "group"):
+                raise _err(f, "lock function %s: mode must be exclusive, read or group",
+                           spec["name"])
+            if (mode == "group") != isinstance(lk.get("group"), str):
+                raise _err(f, "lock function %s: a group mode needs a group name, and only it",
+                           spec["name"])
         prev = P.lockfns.get(spec["name"])
         if prev is None:
             P.lockfns[spec["name"]] = spec
@@ -271,6 +275,11 @@ def _guards(P, f, entries):
             raise _err(f, "guards entry %s: it needs either \"field\" (struct.field) or "
                        "\"call\" (a predicate's name)", json.dumps(c)[:60])
         states = _GUARD_STATES[kinds[0]]
+        w = c.get("when_mentions")
+        if w is not None and not (kinds[0] == "call" and isinstance(w, list) and len(w) == 2
+                                  and isinstance(w[0], int) and isinstance(w[1], str)):
+            raise _err(f, "guards %s: when_mentions must be [argument number, struct.field] "
+                       "of a call guard", c[kinds[0]])
         imp = c.get("implies", {})
         if not isinstance(imp, dict) or any(k not in states for k in imp) or any(
                 not isinstance(v, list) or not all(

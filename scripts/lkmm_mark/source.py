@@ -24,7 +24,8 @@ STORE_MACROS = ("WRITE_ONCE", "smp_store_release", "smp_store_mb", "rcu_assign_p
 class Access:
     __slots__ = ("file", "line", "col", "eline", "ecol", "fn", "field", "struct", "base",
                  "kind", "macro", "tok", "held", "ctx", "func", "exclusion", "action",
-                 "rule", "reason", "test", "evidence", "struct_known")
+                 "rule", "reason", "test", "evidence", "struct_known", "tier", "pair",
+                 "contexts", "lockset_reason")
 
     def key(self):
         return (self.file, self.line, self.col, self.eline, self.ecol)
@@ -44,6 +45,16 @@ class Access:
         }
         if getattr(self, "evidence", None) == "holds-lock":
             d["comment"] = False        # a store under a lock: no "Unlocked write"
+        tier = getattr(self, "tier", None)
+        if tier is not None:
+            # the racing pair (pairs.py): its counterpart and both contexts
+            d["tier"] = tier
+            d["lockset_reason"] = self.lockset_reason
+            b = self.pair
+            if b is not None:
+                d["counterpart"] = {"file": b.file, "line": b.line, "function": b.fn,
+                                    "access": b.kind, "macro": b.macro}
+                d["contexts"] = list(self.contexts)
         return d
 
 

@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Stage 3d: execution contexts, the entry points the code reveals, and
+which of them may run in parallel.
+
+An entry point is a function the code hands to someone else to call:
+a method of an ops table ('.fsync = btrfs_sync_file', 'bio->bi_end_io =
+end_fn'), a function passed to a registration call (kthread_run(fn, ...),
+btrfs_init_work(&w, fn, ...), BTRFS_ATTR(..., show_fn)), or a function no
+code of the target calls (called from outside it: module init, VFS).
+The contexts of a function are the entry points from which the call
+graph reaches it; each is named by the entry point and the function just
+below it on a shortest path ('->unlocked_ioctl: btrfs_ioctl_resize()').
+
+May happen in parallel: any two contexts, a context with itself included
+(two tasks in one ioctl), except the one thread a kthread_run() starts:
+accesses reached only from that thread run one after the other.  Other
+orders are not here: locks and pseudo-locks (locks.py, guards.py),
+life-cycle phases (races.py), init and teardown (exclusions.py).
+
+Reads .src, .calls and sites_of() (callgraph.py), .P.contexts.  Sets
+nothing on the accesses; pairs.py asks context_of() and same_thread().
+"""
+import collections
+
+from .locks import How
+from .source import _short
+
+_THREAD_CALLS = ("kthread_run", "kthread_create")
+
+
+class Contexts:
+    def entry_points(self):
+        """{function name: (kind, description)} of the functions the code
+        hands to a caller it does not see (first use in file order)."""
+        c = getattr(self, "_entries", None)
+        if c is not None:
+            return c
+        c = {}
+        names = self.src.by_name
+        for f in sorted(self.src.toks):
+            toks = self.src.toks[f]
+            for i in range(2, len(toks) - 1):
+                t = toks[i]
+                if t.kind != "id" or t.text not in names or t.text in c or \
+                        toks[i + 1].text == "(":
+                    continue
+                use = _callback_use(toks, i)
+                if use is not None and use[2] in self.P.non_calling:
+                    continue                    # ALLOW_ERROR_INJECTION(fn, ...)
+                if use is not None:
+                    c[t.text] = (use[0], "%s (%s:%d)" % (use[1], _short(f), t.line))
+        self._entries = c
+        return c
+
+    def _callers_of(self, name):
+        out = set()
+        for fn in self.src.by_name.get(name, ()):
+            for (caller, _, _) in self.sites_of(fn):
+                out.add(caller.name)
+        out.discard(name)
+        return out
+
+    def context_of(self, name):
+        """The nearest entry point above function name, as one phrase."""
+        memo = self.__dict__.setdefault("_ctxname", {})
+        if name in memo:
+            return memo[name]
+        entries = self.entry_points()
+        prev = {name: None}
+        todo = collections.deque([name])
+        found = None
+        while todo and found is None:
+            x = todo.popleft()
+            callers = self._callers_of(x)
+            if x in entries or not callers:
+                found = x
+                break
+            for y in sorted(callers):
+                if y not in prev:
+                    prev[y] = x
+                    todo.append(y)
+        memo[name] = _describe(found, prev, entries) if found else "%s()" % name
+        return memo[name]
+
+    def roots_of(self, name, limit=64):
+        """The entry points the call graph reaches name from (None when
+        there are more than limit)."""
+        memo = self.__dict__.setdefault("_roots", {})
+        if name in memo:
+            return memo[name]
+        entries = self.entry_points()
+        seen, roots, todo = {name}, set(), [name]
+        while todo:
+            x = todo.pop()
+            callers = self._callers_of(x)
+            if x in entries or not callers:
+                roots.add(x)
+                if len(roots) > limit:
+                    memo[name] = None
+                    return None
+            for y in callers:
+                if y not in seen:
+                    seen.add(y)
+                    todo.append(y)
+        memo[name] = frozenset(roots)
+        return memo[name]
+
+    def handed_locks(self):
+        """{function key: {lock: How}}: the pseudo-locks declared handed to
+        threads (policies/ 'pseudo_locks', "handed_to_threads") that a
+        caller holds where it starts fn with kthread_run(fn, ...), held
+        by every such start: the thread runs the operation its starter
+        claimed, and ends it (the dev-replace and balance threads)."""
+        handed = {n for n, spec in self.P.pseudo_locks.items() if spec.get("handed_to_threads")}
+        out = {}
+        if not handed:
+            return out
+        for call in _THREAD_CALLS:
+            for (caller, st, k) in self.calls.get(call, ()):
+                toks = self.src.toks[caller.file]
+                fn = toks[k + 2].text if toks[k + 1].text == "(" else None
+                keep = {n: h for n, h in st.held.items() if n.split("{")[0].split(":")[0] in handed}
+                for f2 in self.src.by_name.get(fn, ()):
+                    key = (f2.file, f2.name)
+                    new = {n: How("%s, held by %s() where it starts this thread at %s:%d"
+                                  % (h.what, caller.name, _short(caller.file), toks[k].line),
+                                  toks[k].line) for n, h in keep.items()}
+                    out[key] = new if key not in out else \
+                        {n: h for n, h in out[key].items() if n in new}
+        return out
+
+    def same_thread(self, a, b):
+        """Both accesses are reached only from one thread that
+        kthread_run() starts (the same entry point, of kind 'thread')."""
+        ra, rb = self.roots_of(a.fn), self.roots_of(b.fn)
+        if not ra or ra != rb or len(ra) != 1:
+            return False
+        (r,) = ra
+        return self.entry_points().get(r, ("",))[0] == "thread"
+
+
+def _callback_use(toks, i):
+    """How toks[i], a function's name not called here, is handed on:
+    (kind, phrase, the call it is passed to or None) or None."""
+    p1, p2 = toks[i - 1].text, toks[i - 2].text
+    if p1 == "&":
+        p1, p2 = p2, toks[i - 3].text if i >= 3 else ""
+    if p1 == "=" and toks[i - 2].kind == "id" and i >= 3 and toks[i - 3].text in (".", "->"):
+        return ("method", "->%s" % toks[i - 2].text, None)
+    if p1 in (",", "("):
+        depth, j = 0, i - 1
+        while j > 0:
+            x = toks[j].text
+            if x == ")":
+                depth += 1
+            elif x == "(":
+                if depth == 0:
+                    break
+                depth -= 1
+            j -= 1
+        if j > 0 and toks[j - 1].kind == "id":
+            call = toks[j - 1].text
+            kind = "thread" if call in _THREAD_CALLS else "callback"
+            return (kind, "%s of %s()" % ("thread" if kind == "thread" else "callback", call),
+                    call)
+    return None
+
+
+def _describe(root, prev, entries):
+    """'root() as ->m (file:line) -> f()': the entry point, and the function
+    just below it on the path found (prev: function -> the one it was
+    reached from)."""
+    below = prev.get(root)
+    if root in entries:
+        head = "%s() as %s" % (root, entries[root][1])
+    else:
+        head = "%s(), called from outside the target" % root
+    return head if below is None else "%s -> %s()" % (head, below)

@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Stage 3e: racing pairs.  A site the lockset verdict marks is flagged
+only when the analysis exhibits a counterpart: another access to the same
+field, at least one of the two a store, that may run at the same time.
+Each candidate pair is kept apart, and so not a race, when
+
+- a lock, pseudo-lock or state guard is shared in every pair of their
+  calling contexts, exclusive on one side or in two groups that exclude
+  each other (callers._ctx_excluded(): locks, exclusive operations, the
+  transaction's writers, btrfs_is_zoned(), a pointer known NULL or set);
+- a declared life-cycle order puts one before the other (races.py);
+- both are made by the task that owns the object (owners.py);
+- both are reached only from one kernel thread (contexts.py);
+- the access paths show two different objects (other_instance()).
+
+A site with a counterpart is 'paired': its reason names the counterpart
+(function, file:line, locks) and the contexts of both.  A site without
+one is 'lockset-only': reported as a candidate, left out of the series.
+
+Reads the verdicts (verdicts.py), .accesses, .owner_acc, .lost_ids,
+.constructors, .P.allocators.  Sets each marked access's .tier, .pair,
+.contexts, and rewrites its .reason (the lockset reason is kept in
+.lockset_reason).
+"""
+import collections
+
+from .source import STORE_MACROS
+
+PAIRED = "paired"
+LOCKSET_ONLY = "lockset-only"
+
+
+def is_store(b):
+    if b.kind in ("write", "rmw"):
+        return True
+    if b.kind == "marked":
+        return b.macro in STORE_MACROS
+    if b.kind == "atomic":
+        return not (b.macro or "").startswith(("test_bit", "wait_on_bit"))
+    return False
+
+
+def is_load(b):
+    return b.kind in ("read", "rmw") or (b.kind == "marked" and b.macro not in STORE_MACROS)
+
+
+class Pairs:
+    def racing_pairs(self):
+        idx = collections.defaultdict(list)
+        for b in self.accesses:
+            if b.test or id(b) in self.lost_ids or not (is_store(b) or is_load(b)):
+                continue
+            if b.exclusion is None or b.exclusion[0] == "already-marked":
+                idx[(b.struct, b.field)].append(b)
+        for a in self.accesses:
+            a.tier, a.pair, a.contexts = None, None, None
+            if a.action == "none" or a.test:
+                continue
+            b, why = self._counterpart(a, idx.get((a.struct, a.field), ()))
+            a.lockset_reason = a.reason
+            if b is not None:
+                a.tier, a.pair = PAIRED, b
+                a.contexts = (self.context_of(a.fn), self.context_of(b.fn))
+                a.reason = self._pair_reason(a, b)
+            else:
+                a.tier = LOCKSET_ONLY
+                a.reason = "%s; but no racing pair: %s" % (a.reason, _kept_text(why))
+
+    def _counterpart(self, a, cands):
+        """The first access of cands that may race with a, in order of
+        preference (stores for a load; loads, then stores, for a store;
+        other functions first), and a Counter of why the others cannot."""
+        a_store = is_store(a)
+        order = sorted((b for b in cands if b is not a and (a_store or is_store(b))),
+                       key=lambda b: (not is_store(b) if not a_store else is_store(b),
+                                      b.fn == a.fn, b.file, b.line, b.col))
+        why = collections.Counter()
+        for b in order:
+            apart = self._apart(a, b)
+            if apart is None:
+                return b, why
+            why[apart] += 1
+        return None, why
+
+    def _apart(self, a, b):
+        """What keeps a and b apart ('locks', 'order', 'owner', 'thread',
+        'instance'), or None."""
+        if id(a) in self.owner_acc and id(b) in self.owner_acc:
+            return "owner"
+        if self._phase_apart(b, a) is not None:
+            return "order"
+        if self.other_instance(a, b):
+            return "instance"
+        if self.same_thread(a, b):
+            return "thread"
+        if self._pair_excluded(b, a):
+            return "locks"
+        return None
+
+    # ------------------------------------------------------- instances
+    def other_instance(self, a, b):
+        """The access paths show two different objects: two different
+        members embedded in a struct ('fs_info->delayed_refs_rsv.size'
+        against 'fs_info->global_block_rsv.size'), or an embedded member
+        against the object a pointer field points to when every store of
+        that field is a fresh allocation ('rc->block_rsv = 
+        btrfs_alloc_block_rsv()'), or two such pointer fields."""
+        oa, ob = self._object_of(a), self._object_of(b)
+        if oa is None or ob is None:
+            return False
+        return oa != ob
+
+    def _object_of(self, a):
+        """('embedded', 'S.m') or ('fresh', 'S.p') for the object a's base
+        names, or None when the path does not tell."""
+        memo = self.__dict__.setdefault("_objmemo", {})
+        if id(a) in memo:
+            return memo[id(a)]
+        memo[id(a)] = None
+        toks = self.src.toks.get(a.file)
+        k = a.tok
+        if toks is None or k is None or k < 3 or toks[k - 1].text not in (".", "->") or \
+                toks[k - 2].kind != "id" or toks[k - 3].text not in (".", "->"):
+            return None
+        from .csrc import base_start
+        b0 = base_start(toks, k - 1)
+        name = self.lock_name_of(a.file, toks, b0, k - 1) if b0 is not None else None
+        if not name or name.startswith("?"):
+            return None
+        if toks[k - 1].text == ".":
+            memo[id(a)] = ("embedded", name)
+        elif self._fresh_only(name):
+            memo[id(a)] = ("fresh", name)
+        return memo[id(a)]
+
+    def _fresh_only(self, name):
+        """Every store to pointer field name is a fresh allocation or NULL,
+        and its address is never taken."""
+        memo = self.__dict__.setdefault("_freshmemo", {})
+        if name in memo:
+            return memo[name]
+        st, fld = name.split(".", 1)
+        ok, seen = True, False
+        fresh = set(self.constructors) | set(self.P.allocators)
+        for b in self.accesses:
+            if b.struct != st or b.field != fld:
+                continue
+            if b.kind == "address":
+                ok = False
+            elif b.kind in ("write", "rmw") or (b.kind == "marked" and b.macro in STORE_MACROS):
+                seen = True
+                ok = ok and self._stores_fresh(b, fresh)
+            if not ok:
+                break
+        memo[name] = ok and seen
+        return memo[name]
+
+    def _stores_fresh(self, b, fresh):
+        toks = self.src.toks.get(b.file)
+        k = b.tok
+        if toks is None or k is None or toks[k + 1].text != "=":
+            return False
+        v = toks[k + 2]
+        return (v.text == "NULL" and toks[k + 3].text == ";") or \
+            (v.text in fresh and toks[k + 3].text == "(")
+
+    # ---------------------------------------------------------- reasons
+    def _pair_reason(self, a, b):
+        ca, cb = a.contexts
+        return "%s is %s here in %s() %s, and %s by %s() at %s %s, with nothing " \
+            "keeping them apart; this runs in %s, that in %s" % (
+                "%s.%s" % (a.struct, a.field), _verb(a), a.fn, _locks_text(a), _verb(b),
+                b.fn, b.where(), _locks_text(b), ca, cb)
+
+
+def _verb(a):
+    if a.kind == "rmw":
+        return "updated"
+    return "stored" if is_store(a) else "loaded"
+
+
+def _locks_text(a):
+    held = sorted(h[:-2] if h.endswith(":r") else h for h in (a.held or {})
+                  if h != "irqs-off" and not h.startswith("?") and "{=" not in h)
+    return "under %s" % ", ".join(held) if held else "without a lock"
+
+
+_KEPT = {"locks": "a common lock or protocol", "order": "a declared life-cycle order",
+         "owner": "the owning task", "thread": "one kernel thread",
+         "instance": "another object"}
+
+
+def _kept_text(why):
+    if not why:
+        return "no other access of the field conflicts with it"
+    return "every conflicting access is kept apart from it (%s)" % ", ".join(
+        "%d by %s" % (n, _KEPT[k]) for k, n in sorted(why.items()))
