@@ -309,45 +309,61 @@ class Callers:
 
     def _null_params(self):
         """(function key, parameter) of the param_locks types that may be
-        NULL: the function tests it, a caller passes NULL, or a caller
-        passes such a parameter of its own that it does not test itself
-        (fixed point; a function that tests its handle guards the calls
-        that need one: btrfs_search_slot() takes NULL for a read-only
-        search and COWs, with the handle, only when it has one)."""
+        NULL or weak: the function tests it, a caller passes NULL, or a
+        caller passes such a parameter of its own that it does not test
+        itself (fixed point; a function that tests its handle guards the
+        calls that need one: btrfs_search_slot() takes NULL for a read-only
+        search and COWs, with the handle, only when it has one), or a
+        handle from a weak source.  A function that dereferences the
+        parameter and never tests it relies on a handle: only a weak one
+        makes it maybe (btrfs_cow_block(): 'COWing must happen through a
+        running transaction')."""
         c = getattr(self, "_nullp", None)
         if c is not None:
             return c
-        cand, maybe, tested = self._handle_params()
+        cand, maybe, tested, relies = self._handle_params()
         weak_locals = self._weak_locals()
+        weak = set()
         changed = True
         while changed:
             changed = False
             for key, ps in cand.items():
                 fn = self.src.funcs[key]
                 for n, p in ps.items():
-                    if (key, p) in maybe:
+                    if (key, p) in maybe and (key, p) in weak:
                         continue
                     for (caller, st, k) in self.sites_of(fn):
-                        args = self._call_args(caller.file, k)
-                        if not args or n >= len(args):
-                            continue
-                        a, b = args[n]
-                        x = self.src.toks[caller.file][a].text if b - a == 1 else None
+                        x = self._arg_token(caller, k, n)
                         ck = ((caller.file, caller.name), x)
-                        if x in ("NULL", "0") or (ck in maybe and ck not in tested) or \
-                                x in weak_locals.get((caller.file, caller.name), ()):
+                        is_weak = x in weak_locals.get((caller.file, caller.name), ()) or \
+                            ck in weak
+                        is_maybe = is_weak or (key, p) not in relies and (
+                            x in ("NULL", "0") or (ck in maybe and ck not in tested))
+                        if is_weak and (key, p) not in weak:
+                            weak.add((key, p))
+                            changed = True
+                        if is_maybe and (key, p) not in maybe:
                             maybe.add((key, p))
                             changed = True
-                            break
         self._nullp = maybe
         return maybe
 
+    def _arg_token(self, caller, k, n):
+        """The one token of argument n of the call at toks[k], or None."""
+        args = self._call_args(caller.file, k)
+        if not args or n >= len(args):
+            return None
+        a, b = args[n]
+        return self.src.toks[caller.file][a].text if b - a == 1 else None
+
     def _handle_params(self):
         """(function key -> {index: name} of its param_locks parameters,
-        those that may be NULL in the function itself, those it tests)."""
+        those that may be NULL in the function itself, those it tests,
+        those it dereferences without a test)."""
         cand = {}
         maybe = set()
         tested = set()
+        relies = set()
         for key, fn in self.src.funcs.items():
             types = None
             for n, p in enumerate(self.params(fn)):
@@ -365,7 +381,9 @@ class Callers:
                         # called from a macro body: the handles its callers
                         # pass are not seen (a weak one among them)
                         maybe.add((key, p))
-        return cand, maybe, tested
+                    elif _derefs(toks, fn.body_start, fn.body_end, p):
+                        relies.add((key, p))
+        return cand, maybe, tested, relies
 
     def _weak_locals(self):
         """function key -> its locals assigned a handle from a weak source
@@ -547,3 +565,10 @@ def _own_guards(held, struct):
     a field's state keeps apart only accesses to its own object)."""
     drop = {n for n in held if "{" in n and guard_struct(n) not in (None, struct)}
     return held - drop if drop else held
+
+
+def _derefs(toks, lo, hi, p):
+    """toks[lo:hi] dereferences p ('p->x'); with no NULL test of p in
+    it (_null_tested()), the code relies on p being set."""
+    return any(toks[k].text == p and toks[k + 1].text == "->" and
+               toks[k - 1].text not in (".", "->") for k in range(lo, hi - 1))

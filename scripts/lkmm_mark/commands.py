@@ -251,16 +251,28 @@ def _wait_writers():
             pass
 
 
-def plan_report_lines(d, include_all=False, tests=False):
+def plan_report_lines(d, include_all=False, tests=False, tier=None):
+    """Report lines of the sites that need a mark (include_all: every
+    site); tier 'lockset-only': the candidates instead, with the mark
+    the lockset asked for."""
     out = []
     for s in d["sites"]:
         if s["test_code"] != tests:
             continue
-        if s["action"] == "none" and not include_all:
+        if tier == "lockset-only":
+            if s["rule"] != "lockset-only":
+                continue
+            action = s["candidate"]
+        elif tier is not None and s.get("tier") != tier:
             continue
+        elif s["action"] == "none" and not include_all:
+            continue
+        else:
+            action = s["action"]
         out.append("%s:%d:%d-%d: %s: %s (%s)" % (s["file"], s["line"], s["column"],
-                                                s["end_column"], s["action"], s["reason"],
-                                                s["rule"]))
+                                                s["end_column"], action, s["reason"],
+                                                s.get("lockset_rule") or s["rule"]
+                                                if tier == "lockset-only" else s["rule"]))
     return out
 
 
@@ -287,9 +299,14 @@ def cmd_facts(args):
 
 def cmd_report(args):
     d = get_plan(args)
+    tier = getattr(args, "tier", None)
+    if tier is not None:
+        for line in plan_report_lines(d, tests=False, tier=tier):
+            print(line)
+        return 0
     lines = plan_report_lines(d, args.all, tests=False)
-    for l in lines:
-        print(l)
+    for line in lines:
+        print(line)
     tl = plan_report_lines(d, args.all, tests=True)
     counts = {}
     for s in d["sites"]:
@@ -299,8 +316,11 @@ def cmd_report(args):
         "%s %d" % kv for kv in sorted(counts.items()))))
     if tl:
         print("# test code (%s/tests), reported separately:" % args.target)
-        for l in tl:
-            print(l)
+        for line in tl:
+            print(line)
+    cand = [s for s in d["sites"] if s["rule"] == "lockset-only" and not s["test_code"]]
+    print("# lockset-only candidates (no racing pair found; not in the series; "
+          "report --tier lockset-only lists them): %d" % len(cand))
     lost = [x for x in d["sites"] if x["rule"] == "lost-update" and not x["test_code"]]
     print("# lost updates (a read-modify-write without the lock every other write "
           "holds: needs the lock, no mark fixes it): %d" % len(lost))

@@ -15,12 +15,15 @@ Each candidate pair is kept apart, and so not a race, when
 
 A site with a counterpart is 'paired': its reason names the counterpart
 (function, file:line, locks) and the contexts of both.  A site without
-one is 'lockset-only': reported as a candidate, left out of the series.
+one is 'lockset-only': its action becomes none (rule lockset-only, the
+mark the lockset asked for kept as its candidate), reported apart and
+left out of the series.
 
 Reads the verdicts (verdicts.py), .accesses, .owner_acc, .lost_ids,
 .constructors, .P.allocators.  Sets each marked access's .tier, .pair,
 .contexts, and rewrites its .reason (the lockset reason is kept in
-.lockset_reason).
+.lockset_reason; a lockset-only site's mark and rule in .candidate and
+.lockset_rule).
 """
 import collections
 
@@ -63,7 +66,10 @@ class Pairs:
                 a.contexts = (self.context_of(a.fn), self.context_of(b.fn))
                 a.reason = self._pair_reason(a, b)
             else:
-                a.tier = LOCKSET_ONLY
+                # a candidate: reported apart (report --tier lockset-only),
+                # never marked
+                a.tier, a.candidate, a.lockset_rule = LOCKSET_ONLY, a.action, a.rule
+                a.action, a.rule = "none", LOCKSET_ONLY
                 a.reason = "%s; but no racing pair: %s" % (a.reason, _kept_text(why))
 
     def _counterpart(self, a, cands):
@@ -112,26 +118,54 @@ class Pairs:
 
     def _object_of(self, a):
         """('embedded', 'S.m') or ('fresh', 'S.p') for the object a's base
-        names, or None when the path does not tell."""
+        names ('x->m.f', 'x->p->f', or 'v->f' with v assigned once from
+        '&x->m' or 'x->p'), or None when the path does not tell."""
         memo = self.__dict__.setdefault("_objmemo", {})
-        if id(a) in memo:
-            return memo[id(a)]
-        memo[id(a)] = None
+        if id(a) not in memo:
+            memo[id(a)] = self._base_object(a)
+        return memo[id(a)]
+
+    def _base_object(self, a):
         toks = self.src.toks.get(a.file)
         k = a.tok
         if toks is None or k is None or k < 3 or toks[k - 1].text not in (".", "->") or \
-                toks[k - 2].kind != "id" or toks[k - 3].text not in (".", "->"):
+                toks[k - 2].kind != "id":
             return None
+        if toks[k - 3].text not in (".", "->"):
+            if toks[k - 1].text != "->" or a.func is None:
+                return None
+            return self._alias_object(a.file, a.func, toks[k - 2].text)
+        return self._member_object(a.file, toks, k - 1, embedded=toks[k - 1].text == ".")
+
+    def _member_object(self, file, toks, end, embedded):
+        """The object the member expression ending before toks[end] names."""
         from .csrc import base_start
-        b0 = base_start(toks, k - 1)
-        name = self.lock_name_of(a.file, toks, b0, k - 1) if b0 is not None else None
+        b0 = base_start(toks, end)
+        name = self.lock_name_of(file, toks, b0, end) if b0 is not None else None
         if not name or name.startswith("?"):
             return None
-        if toks[k - 1].text == ".":
-            memo[id(a)] = ("embedded", name)
-        elif self._fresh_only(name):
-            memo[id(a)] = ("fresh", name)
-        return memo[id(a)]
+        if embedded:
+            return ("embedded", name)
+        return ("fresh", name) if self._fresh_only(name) else None
+
+    def _alias_object(self, file, func, v):
+        """The object of 'v->f' when v is assigned once in func, from '&x->m'
+        (an embedded member) or 'x->p' (a pointer field whose every store
+        is a fresh allocation)."""
+        toks = self.src.toks[file]
+        where = [j for j in range(func.body_start, func.body_end)
+                 if toks[j].text == v and toks[j + 1].text == "=" and
+                 toks[j - 1].text not in (".", "->")]
+        if len(where) != 1:
+            return None
+        j = where[0] + 2
+        end = j
+        while end < func.body_end and toks[end].text not in (";", ","):
+            end += 1
+        amp = toks[j].text == "&"
+        if end - j < (4 if amp else 3) or toks[end - 2].text not in ("->", "."):
+            return None
+        return self._member_object(file, toks, end, embedded=amp)
 
     def _fresh_only(self, name):
         """Every store to pointer field name is a fresh allocation or NULL,
