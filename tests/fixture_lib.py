@@ -66,7 +66,25 @@ def site_lines(A):
     return out
 
 
+def pair_lines(A):
+    """The racing pair of every site the lockset marked (pairs.py): its
+    tier and, when paired, the counterpart, for expected.pairs files."""
+    out = []
+    for a in A.accesses:
+        if getattr(a, "tier", None) is None:
+            continue
+        f = a.file[len(TARGET) + 1:]
+        b = a.pair
+        out.append("%s:%d:%d: %s %s.%s %s%s" % (
+            f, a.line, a.col, a.fn, a.struct, a.field, a.tier,
+            "" if b is None else " with %s() at %s:%d" % (b.fn, b.file[len(TARGET) + 1:],
+                                                        b.line)))
+    return out
+
+
 if __name__ == "__main__":
     # print the verdicts of a fixture (to review before writing expected)
     A = analyse_fixture(sys.argv[1])
     print("\n".join(site_lines(A)))
+    if len(sys.argv) > 2:
+        print("\n".join(pair_lines(A)))

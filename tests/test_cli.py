@@ -129,6 +129,23 @@ class CliErrors(unittest.TestCase):
                  "phases entry without 'reason'"),
                 ('{"phases": [1]}', "phases entry 1 is not an object"),
                 ('{"owners": ["a.b"]}', "owners entry \"a.b\" is not an object"),
+                ('{"guards": [{"reason": "r"}]}', "it needs either \"field\""),
+                ('{"guards": [{"field": "f", "reason": "r"}]}', "it needs either \"field\""),
+                ('{"guards": [{"call": "f"}]}', "guards entry without 'reason'"),
+                ('{"guards": [{"field": "s.f", "reason": "r", "implies": {"true": []}}]}',
+                 "implies must map set or null"),
+                ('{"guards": [{"call": "f", "reason": "r", "implies": {"true": '
+                 '[{"lock": "l", "mode": "shared"}]}}]}', "implies must map true or false"),
+                ('{"guards": [{"field": "s.f", "reason": "r", "when_mentions": [0, "a.b"]}]}',
+                 "when_mentions must be [argument number, struct.field] of a call guard"),
+                ('{"lock_functions": [{"name": "f", "op": "acquire", '
+                 '"when_mentions": [1]}]}', "when_mentions must be"),
+                ('{"lock_functions": [{"name": "f", "op": "trylock", "lock": "l", '
+                 '"also": [{"mode": "read"}]}]}', "also must be a list"),
+                ('{"lock_functions": [{"name": "f", "op": "trylock", "lock": "l", '
+                 '"also": [{"lock": "m", "mode": "group"}]}]}', "a group mode needs a group"),
+                ('{"pseudo_locks": [{"name": "s.p", "struct": "s"}]}',
+                 "pseudo_locks entry without 'reason'"),
             ]:
                 with self.subTest(msg=msg):
                     Path(d, "btrfs", "bad.json").write_text(text)

@@ -1,24 +1,32 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Fixture tests: each tests/fixtures/<name>/ holds small C files, an
 optional policies.json, and expected.sites listing every verdict
-(file:line:col-col: function struct.field action (rule)).  Coccinelle-test
-style: the analysis must reproduce the expected file exactly."""
+(file:line:col-col: function struct.field action (rule)); optionally
+expected.pairs, the racing pair of each site the lockset marked (tier,
+and the counterpart).  Coccinelle-test style: the analysis must
+reproduce the expected files exactly."""
 import difflib
+import json
 import unittest
 from pathlib import Path
 
-from fixture_lib import analyse_fixture, site_lines
+from fixture_lib import analyse_fixture, pair_lines, site_lines
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def _make(d):
     def test(self):
-        want = (d / "expected.sites").read_text().splitlines()
-        got = site_lines(analyse_fixture(d))
-        if got != want:
-            diff = "\n".join(difflib.unified_diff(want, got, "expected", "got", lineterm=""))
-            self.fail("verdicts differ for %s:\n%s" % (d.name, diff))
+        A = analyse_fixture(d)
+        for name, lines in (("expected.sites", site_lines), ("expected.pairs", pair_lines)):
+            if not (d / name).exists():
+                continue
+            want = (d / name).read_text().splitlines()
+            got = lines(A)
+            if got != want:
+                diff = "\n".join(difflib.unified_diff(want, got, "expected", "got",
+                                                       lineterm=""))
+                self.fail("%s differ for %s:\n%s" % (name, d.name, diff))
     return test
 
 
@@ -67,6 +75,62 @@ class DeclaredPhases(unittest.TestCase):
         self.assertNotIn("oext_finish", why["oext_csum"])
         self.assertIn("before oext_finish()", why["oext_finish"])
         self.assertNotIn("oext_csum", why["oext_finish"])
+
+
+class DeclaredProtocols(unittest.TestCase):
+    """Each kind of protocol fact, taken out of its fixture: the sites it
+    keeps plain are marked again, so the fact, not another rule, keeps
+    them plain."""
+
+    def marks(self, name, policies=None):
+        A = analyse_fixture(FIXTURES / name, policies=policies)
+        return {(a.fn, a.field): a.action for a in A.accesses if a.action != "none"}
+
+    def test_configuration_guard(self):
+        without = self.marks("config_guard", "{}")
+        self.assertEqual(without[("plain_cursor", "cursor")], "READ_ONCE")
+        self.assertEqual(without[("zoned_reserve", "cursor")], "WRITE_ONCE")
+        self.assertNotIn(("plain_cursor", "cursor"), self.marks("config_guard"))
+
+    def test_state_guards(self):
+        keep = '{"lock_functions": %s}' % json.dumps(json.loads(
+            (FIXTURES / "state_guard" / "policies.json").read_text())["lock_functions"])
+        without = self.marks("state_guard", keep)
+        for site in (("quota_reserve", "qulist"), ("log_use", "log"),
+                     ("trans_gen", "generation")):
+            self.assertEqual(without[site], "READ_ONCE", site)
+            self.assertNotIn(site, self.marks("state_guard"), site)
+
+    def test_exclusive_operations_handed_to_a_thread(self):
+        spec = json.loads((FIXTURES / "exclusive_ops" / "policies.json").read_text())
+        spec["pseudo_locks"][0]["handed_to_threads"] = False
+        self.assertEqual(self.marks("exclusive_ops", json.dumps(spec))[
+            ("replace_thread", "ndevs")], "WRITE_ONCE")
+        without = self.marks("exclusive_ops", "{}")
+        self.assertEqual(without[("dev_remove", "ndevs")], "READ_ONCE")
+        got = self.marks("exclusive_ops")
+        self.assertNotIn(("dev_remove", "ndevs"), got)
+        # two adds: one group, no exclusion
+        self.assertEqual(got[("add_count", "ndevs")], "READ_ONCE")
+
+    def test_writers_drain(self):
+        spec = json.loads((FIXTURES / "writers_drain" / "policies.json").read_text())
+        spec["lock_functions"] = spec["lock_functions"][:2]
+        self.assertEqual(self.marks("writers_drain", json.dumps(spec))[
+            ("tx_use", "committed")], "READ_ONCE")
+        self.assertNotIn(("tx_use", "committed"), self.marks("writers_drain"))
+
+    def test_every_paired_site_names_a_counterpart_and_two_contexts(self):
+        for name in ("racing_pairs", "config_guard", "state_guard", "exclusive_ops",
+                     "writers_drain"):
+            A = analyse_fixture(FIXTURES / name)
+            for a in A.accesses:
+                if a.action == "none":
+                    continue
+                self.assertEqual(a.tier, "paired", (name, a.fn, a.field))
+                self.assertIsNotNone(a.pair)
+                self.assertEqual(len(a.contexts), 2)
+                self.assertIn("%s() at %s" % (a.pair.fn, a.pair.where()), a.reason)
 
 
 class RuleCoverage(unittest.TestCase):

@@ -619,6 +619,9 @@ def groups_exclude(n, y):
     for h in y:
         o = _group_of(h)
         if o is not None and o[0] == g[0] and o[1] != g[1]:
+            if g[1].startswith("="):
+                # a state guard (guards.py)
+                return "the state of %s (%s against %s)" % (g[0], g[1][1:], o[1][1:])
             return "%s (%s against %s)" % (g[0], g[1], o[1])
     return None
 

@@ -33,18 +33,21 @@ PAIRED = "paired"
 LOCKSET_ONLY = "lockset-only"
 
 
+# marked read-modify-writes on the field's address: stores too
+_RMW_MACROS = ("xchg", "cmpxchg", "try_cmpxchg", "xchg_relaxed", "cmpxchg_relaxed")
+
+
 def is_store(b):
     if b.kind in ("write", "rmw"):
         return True
-    if b.kind == "marked":
-        return b.macro in STORE_MACROS
     if b.kind == "atomic":
         return not (b.macro or "").startswith(("test_bit", "wait_on_bit"))
-    return False
+    return b.kind in ("marked", "address") and b.macro in STORE_MACROS + _RMW_MACROS
 
 
 def is_load(b):
-    return b.kind in ("read", "rmw") or (b.kind == "marked" and b.macro not in STORE_MACROS)
+    return b.kind in ("read", "rmw") or (b.kind == "marked" and b.macro not in STORE_MACROS) \
+        or (b.kind == "address" and b.macro in _RMW_MACROS)
 
 
 class Pairs:
