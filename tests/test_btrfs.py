@@ -197,6 +197,48 @@ class BtrfsTests(unittest.TestCase):
                    s["line"] == line and "%s.%s" % (s["struct"], s["field"]) == field]
             self.assertIn(macro, got, (f, line, field))
 
+    def test_kcsan_races_in_macro_bodies_flagged(self):
+        """KCSAN saw remount's store to mount_opt against /proc/mounts'
+        btrfs_show_options(), and resize's store to a device's total_bytes
+        against statfs: both go through macro bodies (btrfs_test_opt(),
+        the accessors BTRFS_DEVICE_GETSET_FUNCS() generates), reported
+        once in the body, with the racing calls named."""
+        sites = plan_of(self.tree)["sites"]
+        body = [s for s in sites if s["file"] == "fs/btrfs/ctree.h" and
+                s["function"] == "btrfs_test_opt" and s["action"] != "none"]
+        self.assertEqual([(s["field"], s["action"], s["tier"]) for s in body],
+                         [("mount_opt", "READ_ONCE", "paired")])
+        calls = {s["function"] for s in sites if s.get("via") and
+                 s["via"]["call"] == "btrfs_test_opt" and s["rule"] == "via-accessor"}
+        self.assertIn("btrfs_show_options", calls)
+        stores = {s["function"] for s in sites if s.get("via") and s["field"] == "mount_opt"
+                  and s["rule"] == "via-accessor" and s["access"] != "read"}
+        self.assertIn("btrfs_parse_options", stores)
+        dev = {(s["function"], s["action"]) for s in sites if s["file"] == "fs/btrfs/volumes.h"
+               and s["action"] != "none"}
+        self.assertIn("WRITE_ONCE", {a for f, a in dev if f.startswith("btrfs_device_set_")})
+        self.assertIn("READ_ONCE", {a for f, a in dev if f.startswith("btrfs_device_get_")})
+        resize = {(s["function"], s["via"]["call"]) for s in sites if s.get("via") and
+                  s["rule"] == "via-accessor" and s["field"] == "total_bytes"}
+        self.assertIn(("btrfs_grow_device", "btrfs_device_set_total_bytes"), resize)
+        statfs = [(s["action"], s["tier"]) for s in sites if s["file"] == "fs/btrfs/super.c"
+                  and s["function"] == "btrfs_calc_avail_data_space"
+                  and s["field"] == "total_bytes"]
+        self.assertEqual(statfs, [("READ_ONCE", "paired")])
+
+    def test_every_marked_site_has_a_racing_pair(self):
+        """Every site the plan marks names its counterpart and both
+        contexts; the lockset-only candidates are not marked."""
+        for s in plan_of(self.tree)["sites"]:
+            if s["action"] == "none" or s["test_code"]:
+                continue
+            self.assertEqual(s.get("tier"), "paired", s)
+            self.assertTrue(s.get("counterpart"), s)
+            self.assertEqual(len(s.get("contexts") or ()), 2, s)
+            c = s["counterpart"]
+            self.assertIn("%s() at %s:%d" % (c["function"], c["file"].rsplit("/", 1)[-1],
+                                             c["line"]), s["reason"])
+
     def test_not_analysed_listed(self):
         na = plan_of(self.tree)["not_analysed"]
         names = {x["function"] for x in na}

@@ -122,7 +122,7 @@ class DeclaredProtocols(unittest.TestCase):
 
     def test_every_paired_site_names_a_counterpart_and_two_contexts(self):
         for name in ("racing_pairs", "config_guard", "state_guard", "exclusive_ops",
-                     "writers_drain"):
+                     "writers_drain", "macro_accessors"):
             A = analyse_fixture(FIXTURES / name)
             for a in A.accesses:
                 if a.action == "none":
@@ -131,6 +131,26 @@ class DeclaredProtocols(unittest.TestCase):
                 self.assertIsNotNone(a.pair)
                 self.assertEqual(len(a.contexts), 2)
                 self.assertIn("%s() at %s" % (a.pair.fn, a.pair.where()), a.reason)
+
+
+class MacroAccessors(unittest.TestCase):
+    def test_calls_are_accesses_reported_in_the_body(self):
+        """The calls of accessor macros and generated accessors are
+        accesses of the argument's field, analysed at the call; each
+        racing body is one site, its calls via-accessor."""
+        A = analyse_fixture(FIXTURES / "macro_accessors")
+        calls = {(a.fn, a.kind) for a in A.accesses if a.rule == "via-accessor"}
+        self.assertIn(("show_opts", "read"), calls)
+        self.assertIn(("remount", "rmw"), calls)          # fsi_clear_opt(fsi->opts)
+        self.assertIn(("resize", "write"), calls)          # dev_set_size()
+        bodies = {a.fn: a.action for a in A.accesses if a.action != "none"}
+        self.assertEqual(bodies, {"fsi_test_opt": "READ_ONCE", "fsi_set_opt": "WRITE_ONCE",
+                                  "fsi_clear_opt": "WRITE_ONCE",
+                                  "fsi_set_and_info": "WRITE_ONCE",
+                                  "dev_get_size": "READ_ONCE", "dev_set_size": "WRITE_ONCE"})
+        test_opt = [a for a in A.accesses if a.fn == "fsi_test_opt"][0]
+        self.assertIn("of the 1 calls of fsi_test_opt()", test_opt.reason)
+        self.assertEqual(test_opt.pair.fn, "remount")
 
 
 class RuleCoverage(unittest.TestCase):

@@ -18,15 +18,20 @@ class Accesses:
     def build_accesses(self):
         acc = {}
         spatch_fns = set()
-        for r in self.facts:
+        kinds = {}
+        # the facts of spatch, and the accesses in macro bodies typed from
+        # their call sites (accessors.py)
+        for r in list(self.facts) + self.accessor_records():
             # spatch puts E->f@p on the field name; X@p covers the whole
             # expression: both end at the end of the field name.
-            k = (r["file"], r["eline"], r["ecol"])
+            k = (r["file"], r["eline"], r["ecol"]) if r["k"] != "kind" else None
             if r["k"] == "acc":
                 if k not in acc:
                     acc[k] = r
             elif r["k"] == "fn":
                 spatch_fns.add((r["file"], r["name"]))
+            elif r["k"] == "kind":
+                kinds[(r["file"], r["line"], r["col"])] = r
         self.by_range = {}
         for (f, name), fn in sorted(self.src.funcs.items(), key=lambda x: (x[0][0], x[1].line)):
             if (f, name) not in spatch_fns:
@@ -34,46 +39,54 @@ class Accesses:
         tests = [self.target + "/" + d.strip("/") + "/" for d in (self.P.test_dirs or ["tests"])]
         self.test_prefixes = tests
         for k, r in acc.items():
-            a = Access()
-            a.file, a.line, a.col, a.eline, a.ecol = (r["file"], r["line"], r["col"],
-                                                      r["eline"], r["ecol"])
-            a.fn = r["fn"]
-            base_toks = None
-            if "field" in r:
-                a.field, a.base = r["field"], r["base"]
-            else:
-                a.field, a.base, base_toks = self._field_base(a.file, a.line, a.col)
-            a.struct = csrc.struct_name(r["type"]) if r.get("type") else None
-            if a.struct is None:
-                a.struct = self.resolve_base(a.file, a.fn, a.base, base_toks)
-            a.struct_known = a.struct is not None
-            self.by_range[k] = a
-            # how it is used, from the tokens (kinds.py; tests/test_kinds.py
-            # checks it against cocci/kinds.cocci)
-            ks, a.macro = self._kinds(a.file, a.line, a.col)
-            if "sizeof" in ks:
-                a.kind = "sizeof"
-            elif "marked" in ks:
-                a.kind = "marked"
-            elif "addr" in ks:
-                a.kind = "address"
-            elif "rmw" in ks:
-                a.kind = "rmw"
-            elif "write" in ks:
-                a.kind = "write"
-            else:
-                a.kind = "read"
+            a = self._new_access(r, kinds.get((r["file"], r["line"], r["col"])))
             a.test = any(a.file.startswith(t) for t in tests)
-            a.tok = self.src.pos.get(a.file, {}).get((a.line, a.col))
-            a.func = self.src.funcs.get((a.file, a.fn))
-            a.held = {}
-            a.ctx = ()
-            a.exclusion = None
-            a.action = "none"
-            a.rule = None
-            a.reason = ""
+            self.by_range[k] = a
             self.accesses.append(a)
         self.accesses.sort(key=lambda a: a.key())
+
+    def _new_access(self, r, kind_rec):
+        """The Access of one fact record; kind_rec: the kind a macro the
+        access is an argument of gives it (accessors.py)."""
+        a = Access()
+        a.file, a.line, a.col, a.eline, a.ecol = (r["file"], r["line"], r["col"],
+                                                  r["eline"], r["ecol"])
+        a.fn = r["fn"]
+        base_toks = None
+        if "field" in r:
+            a.field, a.base = r["field"], r["base"]
+        else:
+            a.field, a.base, base_toks = self._field_base(a.file, a.line, a.col)
+        a.struct = csrc.struct_name(r["type"]) if r.get("type") else None
+        if a.struct is None:
+            a.struct = self.resolve_base(a.file, a.fn, a.base, base_toks)
+        a.struct_known = a.struct is not None
+        a.via = None
+        if r.get("kind"):
+            a.kind, a.macro, a.via = r["kind"], None, r.get("via")
+        else:
+            a.kind, a.macro = self._kind_of(a)
+            if kind_rec is not None and a.kind == "read":
+                a.kind, a.via = kind_rec["kind"], kind_rec.get("via")
+        a.tok = self.src.pos.get(a.file, {}).get((a.line, a.col))
+        a.func = self.src.funcs.get((a.file, a.fn))
+        a.held = {}
+        a.ctx = ()
+        a.exclusion = None
+        a.action = "none"
+        a.rule = None
+        a.reason = ""
+        return a
+
+    def _kind_of(self, a):
+        """How the access is used, and its marking macro, from the tokens
+        (kinds.py; tests/test_kinds.py checks it against cocci/kinds.cocci)."""
+        ks, macro = self._kinds(a.file, a.line, a.col)
+        for k, kind in (("sizeof", "sizeof"), ("marked", "marked"), ("addr", "address"),
+                        ("rmw", "rmw"), ("write", "write")):
+            if k in ks:
+                return kind, macro
+        return "read", macro
 
     def _tok_at(self, file, line, col):
         """(tokens, index) of the token spatch placed at line:col; inside a

@@ -10,6 +10,7 @@ module, listed in the order run() first calls them; each stage reads what
 the ones before it set (each module's docstring says what it reads and sets):
 
   accesses.py     the accesses from the facts, their struct and kind
+                  (accessors.py: those in macro bodies, at their calls)
   callgraph.py    the lock flow of each function, the call graph, dead
                   code (scan.py: its source-only part; syntax.py: what a
                   function's tokens say, for every stage)
@@ -30,6 +31,7 @@ the ones before it set (each module's docstring says what it reads and sets):
                   it ('paired'), or none ('lockset-only')
 """
 from .accesses import Accesses
+from .accessors import Accessors
 from .callers import Callers
 from .callgraph import CallGraph
 from .contexts import Contexts
@@ -50,7 +52,7 @@ from .verdicts import Verdicts
 __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 
-class Analysis(Accesses, Syntax, SourceScan, CallGraph, Callers, Escapes, Private,
+class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, Callers, Escapes, Private,
                Detach, Unpublished, Owners, Exclusions, Protection, Races, Verdicts,
                Contexts, Pairs):
     def __init__(self, tree, target, facts, policies, files, src=None):
@@ -97,4 +99,5 @@ class Analysis(Accesses, Syntax, SourceScan, CallGraph, Callers, Escapes, Privat
         self.container_held()
         self.infer()
         self.racing_pairs()
+        self.report_in_bodies()
         return self

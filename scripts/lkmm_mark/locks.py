@@ -611,14 +611,16 @@ def _group_of(n):
 
 def groups_exclude(n, y):
     """Lock n (a held-set key) is a group hold and the lockset y holds the
-    same lock in another group, so the two cannot run side by side: the
-    lock's name, or None."""
+    same lock in another group, or in the same group when its name ends
+    with '!' (one holder at a time: an exclusive operation of a type that
+    admits no second one), so the two cannot run side by side: the lock's
+    name, or None."""
     g = _group_of(n)
     if g is None:
         return None
     for h in y:
         o = _group_of(h)
-        if o is not None and o[0] == g[0] and o[1] != g[1]:
+        if o is not None and o[0] == g[0] and (o[1] != g[1] or g[1].endswith("!")):
             if g[1].startswith("="):
                 # a state guard (guards.py)
                 return "the state of %s (%s against %s)" % (g[0], g[1][1:], o[1][1:])

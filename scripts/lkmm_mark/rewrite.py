@@ -222,6 +222,16 @@ class Edits:
         return "".join(out)
 
 
+def _in_define(src, line):
+    """Line (1-based) of src is part of a #define."""
+    lines = src.split("\n")
+    k = line - 1
+    while k > 0 and lines[k - 1].rstrip().endswith("\\"):
+        k -= 1
+    return 0 <= k < len(lines) and lines[k].lstrip().startswith("#") and \
+        "define" in lines[k]
+
+
 def plan_file_edits(src, sites, comments, toks=None, at=None):
     """Edits for the sites of one file.  sites: plan dicts (action != none or
     rule owner-read); toks: the tokens of src, when already at hand.
@@ -238,6 +248,11 @@ def plan_file_edits(src, sites, comments, toks=None, at=None):
                 # checkpatch warns (AVOID_BUG) on every added BUG_ON line
                 raise Skip("on a BUG_ON() line (checkpatch AVOID_BUG)")
             i = S.at.get((s["line"], s["column"]))
+            if i is None and _in_define(src, s["line"]):
+                # accessors.py: one site for the calls of a macro or of
+                # the functions a macro generates
+                raise Skip("in the body of a macro (%s()): one mark there, by hand, "
+                           "covers every call" % s["function"])
             if i is None or S.txt(i) != s["field"]:
                 raise Skip("field token not found")
             if i == 0 or S.txt(i - 1) not in ("->", "."):

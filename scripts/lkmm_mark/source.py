@@ -25,7 +25,7 @@ class Access:
     __slots__ = ("file", "line", "col", "eline", "ecol", "fn", "field", "struct", "base",
                  "kind", "macro", "tok", "held", "ctx", "func", "exclusion", "action",
                  "rule", "reason", "test", "evidence", "struct_known", "tier", "pair",
-                 "contexts", "lockset_reason", "candidate", "lockset_rule")
+                 "contexts", "lockset_reason", "candidate", "lockset_rule", "via", "body")
 
     def key(self):
         return (self.file, self.line, self.col, self.eline, self.ecol)
@@ -45,6 +45,11 @@ class Access:
         }
         if getattr(self, "evidence", None) == "holds-lock":
             d["comment"] = False        # a store under a lock: no "Unlocked write"
+        if getattr(self, "via", None):
+            # an access in the body of a macro or generated function
+            # (accessors.py): the call, and where the body makes it
+            d["via"] = {"call": self.via[0], "file": self.via[1], "line": self.via[2],
+                        "column": self.via[3]}
         tier = getattr(self, "tier", None)
         if tier is not None:
             # the racing pair (pairs.py): its counterpart and both contexts
