@@ -60,20 +60,50 @@ class Pairs:
                 idx[(b.struct, b.field)].append(b)
         for a in self.accesses:
             a.tier, a.pair, a.contexts = None, None, None
-            if a.action == "none" or a.test:
+            if a.test:
+                continue
+            if a.action == "none":
+                self._second_look(a, idx.get((a.struct, a.field), ()))
                 continue
             b, why = self._counterpart(a, idx.get((a.struct, a.field), ()))
             a.lockset_reason = a.reason
             if b is not None:
-                a.tier, a.pair = PAIRED, b
-                a.contexts = (self.context_of(a.fn), self.context_of(b.fn))
-                a.reason = self._pair_reason(a, b)
+                self._paired(a, b)
             else:
                 # a candidate: reported apart (report --tier lockset-only),
                 # never marked
                 a.tier, a.candidate, a.lockset_rule = LOCKSET_ONLY, a.action, a.rule
                 a.action, a.rule = "none", LOCKSET_ONLY
                 a.reason = "%s; but no racing pair: %s" % (a.reason, _kept_text(why))
+
+    def _paired(self, a, b):
+        a.tier, a.pair = PAIRED, b
+        a.contexts = (self.context_of(a.fn), self.context_of(b.fn))
+        a.reason = self._pair_reason(a, b)
+
+    def _second_look(self, a, cands):
+        """Loads the lockset left plain that a racing pair shows racy: a
+        read under the lock most stores hold, racing with a store made
+        without it (racing-locked-read: READ_ONCE()), and an assertion
+        read of a locked field racing with a lockless store
+        (diagnostic-read: data_race())."""
+        if a.rule not in ("locked-read", "assertion-read") or a.kind != "read":
+            return
+        info = self.fields.get("%s.%s" % (a.struct, a.field)) or {}
+        lk = info.get("lock")
+        if a.rule == "locked-read" and (info.get("owner") or not (
+                info.get("share") and info["share"][0] < info["share"][1])):
+            # policy 3: an owner's stores without the lock leave the
+            # reads under it plain (the seed commit's blocking_writers)
+            return
+        stores = [b for b in cands if is_store(b) and lk and lk not in b.held]
+        b, _ = self._counterpart(a, stores)
+        if b is None:
+            return
+        a.lockset_reason = a.reason
+        a.action, a.rule = ("READ_ONCE", "racing-locked-read") if a.rule == "locked-read" \
+            else ("data_race", "diagnostic-read")
+        self._paired(a, b)
 
     def _counterpart(self, a, cands):
         """The first access of cands that may race with a, in order of
