@@ -170,19 +170,34 @@ class Accessors:
         plain one ('#else')."""
         text = " ".join(t.rstrip().rstrip("\\") for _, t in body)
         text = text[text.index(")", text.index(name)) + 1:]
-        for g, toks in self.src.toks.items():
-            for i in range(len(toks) - 3):
-                if toks[i].text != name or toks[i + 1].text != "(" or \
-                        toks[i + 3].text != ")" or toks[i + 2].kind != "id":
-                    continue
-                arg = toks[i + 2].text
-                exp = re.sub(r"\s*##\s*", "", re.sub(r"\b%s\b" % re.escape(param), arg, text))
-                etoks = csrc.tokenize(exp)
-                csrc.index_parens(etoks)
-                for fn in csrc.find_functions(etoks, f):
-                    spec = _generated_fn(fn, etoks, arg)
-                    if spec is not None:
-                        generated[fn.name] = spec + (_member_in_body(f, body, param, spec[2]),)
+        for arg in self._invocations().get(name, ()):
+            exp = re.sub(r"\s*##\s*", "", re.sub(r"\b%s\b" % re.escape(param), arg, text))
+            etoks = csrc.tokenize(exp)
+            csrc.index_parens(etoks)
+            for fn in csrc.find_functions(etoks, f):
+                spec = _generated_fn(fn, etoks, arg)
+                if spec is not None:
+                    generated[fn.name] = spec + (_member_in_body(f, body, param, spec[2]),)
+
+    def _invocations(self):
+        """{name: [arg, ...]} of every 'NAME(arg)' outside function bodies
+        (where a generator macro is used), in file order."""
+        c = self.__dict__.get("_invoc")
+        if c is not None:
+            return c
+        c = {}
+        for f, toks in sorted(self.src.toks.items()):
+            inside = sorted((fn.body_start, fn.body_end) for fn in self.src.funcs.values()
+                            if fn.file == f)
+            lo = 0
+            for a, b in inside + [(len(toks), len(toks))]:
+                for i in range(lo, min(a, len(toks) - 3)):
+                    if toks[i + 1].text == "(" and toks[i + 3].text == ")" and \
+                            toks[i].kind == "id" and toks[i + 2].kind == "id":
+                        c.setdefault(toks[i].text, []).append(toks[i + 2].text)
+                lo = max(lo, b + 1)
+        self.__dict__["_invoc"] = c
+        return c
 
     def _call_records(self, accessors, lvalues):
         recs = []

@@ -132,6 +132,12 @@ class Contexts:
     def same_thread(self, a, b):
         """Both accesses are reached only from one thread that
         kthread_run() starts (the same entry point, of kind 'thread')."""
+        entries = self.entry_points()
+        for x in (a, b):
+            # cheap first: the nearest entry point above each is a thread
+            root = self.context_of(x.fn).split("(", 1)[0]
+            if entries.get(root, ("",))[0] != "thread":
+                return False
         ra, rb = self.roots_of(a.fn), self.roots_of(b.fn)
         if not ra or ra != rb or len(ra) != 1:
             return False
