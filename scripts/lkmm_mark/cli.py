@@ -33,9 +33,10 @@ def build_parser():
     p.add_argument("--all", action="store_true", help="also list sites whose action is none")
     p.add_argument("--include-tests", action="store_true",
                    help="report fs/btrfs/tests/ sites in the main list")
-    p.add_argument("--tier", choices=("paired", "lockset-only"),
-                   help="only the sites of one tier: 'paired' (a racing pair shown) or "
-                   "'lockset-only' (candidates: a lockset but no pair; not in the series)")
+    p.add_argument("--tier", choices=("confirmed", "paired", "lockset-only"),
+                   help="only the sites of one tier: 'confirmed' (KCSAN saw the race), "
+                   "'paired' (a racing pair shown) or 'lockset-only' (candidates: a "
+                   "lockset but no pair; not in the series)")
 
     p = sub.add_parser("plan", help="every verdict, as JSON")
     _common(p)

@@ -20,21 +20,15 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from . import rewrite
+from . import evidence, rewrite
+from .messages import ACTION_ORDER, ARTICLE, RULE_ORDER, SEED, TIERS, message, plural, \
+    short, subject, tier_of, wrap
 from .rewrite import load_comments, select_sites
-from .analysis import PHASE_TAG
 from .tree import UserError, cache_dir, log, kernel_version, installed_version, \
     PACKAGE, PACKAGE_VERSION, ensure_tree, require_tools
 
 REPO = Path(__file__).resolve().parents[2]
-# Cited by title and short id; checkpatch's "commit <id>" check needs a git
-# tree that has the commit, which the Debian source package is not.
-SEED = ('the btrfs patch "btrfs: access eb::blocking_writers according to '
-        'ACCESS_ONCE policies" (a4477988cfed, 2019)')
 DATE = "Thu, 1 Jan 2026 00:00:00 +0000"
-RULE_ORDER = ["locked-write", "unlocked-write", "unlocked-read", "locked-read",
-              "refetch-after-lock", "diagnostic-read", "owner-read"]
-ACTION_ORDER = ["READ_ONCE", "WRITE_ONCE", "data_race"]
 
 
 def rule_texts(policies_dir=None):
@@ -91,7 +85,9 @@ def group_sites(plan, sites, applied):
         ss = sorted((s for n in names for s in per_field[n]),
                     key=lambda s: (s["file"], s["line"], s["column"]))
         out.append({"struct": gk[0], "lock": gk[1], "fields": names, "sites": ss})
-    return merge_shared_diag_lines(out)
+    # the races KCSAN saw first: a maintainer can take the head alone
+    merged = merge_shared_diag_lines(out)
+    return sorted(merged, key=lambda g: TIERS.index(tier_of(g)))
 
 
 def merge_shared_diag_lines(groups):
@@ -132,153 +128,6 @@ def merge_shared_diag_lines(groups):
                     "lock": None, "fields": [n for g in parts for n in g["fields"]],
                     "sites": ss, "parts": parts})
     return out
-
-
-# ---------------------------------------------------------------- messages
-
-def _wrap(text, width=72, indent=""):
-    return textwrap.fill(text, width=width, subsequent_indent=indent,
-                         break_long_words=False, break_on_hyphens=False)
-
-
-def _plural(n, w):
-    return "%d %s%s" % (n, w, "" if n == 1 else ("es" if w.endswith("ss") else "s"))
-
-
-def _short(f):
-    return f.split("/", 2)[2] if f.startswith("fs/btrfs/") else f
-
-
-def _lock_short(g):
-    lock = g["lock"]
-    st, _, fld = lock.partition(".")
-    return fld if st == g["struct"] and fld else lock.replace(".", "::")
-
-
-def subject(g):
-    if g.get("parts"):
-        cands = ["btrfs: access %s fields according to ACCESS_ONCE policies" % g["struct"],
-                 "btrfs: access %s fields with ONCE accessors" % g["struct"],
-                 "btrfs: annotate racy accesses to %s" % g["struct"]]
-        for c in cands:
-            if len(c) <= 75:
-                return c
-        return cands[-1]
-    st = g["struct"]
-    names = [n.split(".", 1)[1] for n in g["fields"]]
-    if len(names) == 1:
-        cands = ["btrfs: access %s::%s according to ACCESS_ONCE policies" % (st, names[0]),
-                 "btrfs: access %s::%s with ONCE accessors" % (st, names[0]),
-                 "btrfs: annotate racy accesses to %s::%s" % (st, names[0])]
-    else:
-        lk = _lock_short(g)
-        cands = ["btrfs: access %s::{%s} according to ACCESS_ONCE policies"
-                 % (st, ",".join(names)),
-                 "btrfs: access %s fields under %s according to ACCESS_ONCE policies"
-                 % (st, lk),
-                 "btrfs: access %s fields under %s with ONCE accessors" % (st, lk),
-                 "btrfs: annotate %s fields under %s" % (st, lk)]
-    for c in cands:
-        if len(c) <= 75:
-            return c
-    return cands[-1]
-
-
-def message(g, plan, texts):
-    if g.get("parts"):
-        heads = [message_head(p, plan) for p in g["parts"]]
-        heads.append(_wrap("They are in one patch because they share lines that "
-                           "get a data_race() (checkpatch wants its comment right "
-                           "above the line)."))
-        return "\n\n".join(heads) + "\n\n" + message_body(g, plan, texts)
-    return message_head(g, plan) + "\n\n" + message_body(g, plan, texts)
-
-
-def message_head(g, plan):
-    fields = plan["fields"]
-    st = g["struct"]
-    names = ["%s::%s" % (st, n.split(".", 1)[1]) for n in g["fields"]]
-    paras = []
-    lock = g["lock"]
-    if lock:
-        share = [0, 0]
-        wheres = []
-        for n in g["fields"]:
-            sh = fields[n].get("share") or [0, 0]
-            share[0] += sh[0]
-            share[1] += sh[1]
-            if fields[n].get("lock_site"):
-                wheres.append(fields[n]["lock_site"])
-        who = names[0] if len(names) == 1 else \
-            ", ".join(names[:-1]) + " and " + names[-1]
-        verb = "is" if len(names) == 1 else "are"
-        paras.append(_wrap(
-            "%s %s written under %s (%d of %d writes hold it, e.g. at %s) and "
-            "read without it elsewhere, the lock-protected case of the "
-            "access-marking policies (LWN, \"Who's afraid of a big bad "
-            "optimizing compiler?\")." % (who, verb, lock, share[0], share[1],
-                                           wheres[0] if wheres else "?")))
-    else:
-        n = g["fields"][0]
-        info = fields[n]
-        ev = "; ".join(info.get("evidence") or []) or "shared without a lock"
-        paras.append(_wrap(
-            "%s is accessed concurrently with no common lock (%s), so its "
-            "accesses are marked as the access-marking policies ask (LWN, "
-            "\"Who's afraid of a big bad optimizing compiler?\")." % (names[0], ev)))
-    return "\n\n".join(paras)
-
-
-def message_body(g, plan, texts):
-    paras = []
-    paras.append(_wrap("The markings follow the rules of %s:" % SEED))
-    cnt = collections.Counter(s["rule"] for s in g["sites"])
-    plain = sum(1 for s in plan["sites"] if not s["test_code"] and s["rule"] == "locked-read"
-                and "%s.%s" % (s["struct"], s["field"]) in g["fields"])
-    lines = []
-    for r in RULE_ORDER:
-        if r == "locked-read":
-            if plain:
-                lines.append("- %s: %s left plain" % (texts.get(r, r), _plural(plain, "read")))
-            continue
-        if r == "owner-read":
-            if cnt[r]:
-                lines.append("- %s: %s left plain, with a comment" % (
-                    "owner-thread read", _plural(cnt[r], "read")))
-            continue
-        if cnt[r]:
-            t = texts.get(r, r)
-            if r == "diagnostic-read":
-                t = "read only for a diagnostic uses data_race()"
-            lines.append("- %s (%s)" % (t, _plural(cnt[r], "site")))
-    # plain by a declared fact about the code (policies/): a reviewer
-    # checks the fact, not a lock
-    mine = [s for s in plan["sites"] if not s["test_code"] and s["action"] == "none" and
-            "%s.%s" % (s["struct"], s["field"]) in g["fields"]]
-    owner = sum(1 for s in mine if s["rule"] == "owner-read") - cnt["owner-read"]
-    phase = sum(1 for s in mine if PHASE_TAG in (s.get("reason") or ""))
-    if owner > 0:
-        lines.append("- read by the task that owns the field (declared in "
-                     "lkmm-mark's policies/ 'owners'): %s left plain" % _plural(owner, "read"))
-    if phase:
-        lines.append("- ordered with every conflicting access by the object's life "
-                     "cycle (declared in lkmm-mark's policies/ 'phases'): %s left plain"
-                     % _plural(phase, "access"))
-    paras.append("\n".join(_wrap(l, indent="  ") for l in lines))
-    per_fn = collections.OrderedDict()
-    for s in g["sites"]:
-        k = (_short(s["file"]), s["function"])
-        per_fn.setdefault(k, collections.Counter())[
-            "owner read, plain" if s["rule"] == "owner-read" else s["rule"]] += 1
-    sl = []
-    for (f, fn), c in per_fn.items():
-        what = ", ".join("%s%s" % (r, " x%d" % n if n > 1 else "") for r, n in
-                         sorted(c.items(), key=lambda x: RULE_ORDER.index(x[0])
-                                if x[0] in RULE_ORDER else 99))
-        sl.append(_wrap("%s %s(): %s" % (f, fn, what), indent="    "))
-    paras.append("Sites, by function (lkmm-mark's plan gives the evidence for "
-                 "each):\n\n" + "\n".join(sl))
-    return "\n\n".join(paras)
 
 
 # ------------------------------------------------------------------- git
@@ -333,6 +182,7 @@ def checkpatch(tree, patch):
 def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=True):
     comments = load_comments()
     texts = rule_texts(policies_dir)
+    reports = evidence.pristine_reports()
     sites = select_sites(plan)
     edits, applied, skipped = compute_edits(tree, sites, comments)
     groups = group_sites(plan, sites, applied)
@@ -364,7 +214,7 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
                 text = rewrite.render_file(edits[f], done[f])
                 with open(repo / f, "w", encoding="utf-8", errors="surrogateescape") as fh:
                     fh.write(text)
-            msg = subject(g) + "\n\n" + message(g, plan, texts) + \
+            msg = subject(g) + "\n\n" + message(g, plan, texts, reports) + \
                 "\n\nSigned-off-by: %s <%s>\n" % (name, mail)
             _git(repo, "add", "-A", env=env)
             r = subprocess.run(["git", "-C", str(repo), "commit", "-q", "-F", "-"],
@@ -414,25 +264,33 @@ def cover_text(plan, groups, skipped, cps, kv, pv, sites, applied, texts):
                 rules[s["rule"]] += 1
     nsites = sum(acts.values())
     paras = []
-    paras.append(_wrap(
+    paras.append(wrap(
         "This series marks the plain accesses to shared fields of fs/btrfs "
-        "that the access-marking policies of the Linux kernel memory model "
-        "require to be marked (LWN, \"Who's afraid of a big bad optimizing "
-        "compiler?\"), following the locked/unlocked rules of"))
-    paras[-1] = _wrap(paras[-1] + " " + SEED + ".")
+        "that race, as the access-marking policies of the Linux kernel memory "
+        "model ask (%s), following the locked/unlocked rules of %s." % (ARTICLE, SEED)))
     paras.append("Base: %s, fs/btrfs.\nThe patches apply with git am, in order." % base)
-    paras.append(_wrap(
+    paras.append(wrap(
         "Each patch covers one field, or the fields of one struct protected by "
-        "the same lock. Every hunk is there because of a named rule, computed "
-        "from the code: the locks held at each access (including locks held "
-        "by every caller), the lock held by the field's writes, and the "
-        "declared owner, handler, life-cycle order, init and teardown facts."))
-    paras.append(_wrap(
-        "Review every hunk: the protection of a field is inferred from the "
-        "code, and the analysis has known false-positive classes (objects "
-        "ordered by the transaction or I/O life cycle rather than a lock, "
-        "fields used only by their owning task, different objects of one "
-        "type); lkmm-mark's README and hand review list them."))
+        "the same lock, and names the racing pair behind each kind of hunk: a "
+        "store and a load (or two stores) of the field that can run at the "
+        "same time, with their functions and contexts, computed from the "
+        "code: the locks and pseudo-locks held at each access and by every "
+        "caller, and the declared protocols (exclusive operations, the "
+        "transaction's writers, state guards, life-cycle orders). A site "
+        "whose only evidence is a lockset is not in the series."))
+    tiers = collections.Counter(tier_of(g) for g in groups)
+    cand = sum(1 for s in plan["sites"] if s["rule"] == "lockset-only" and not s["test_code"])
+    paras.append(wrap(
+        "Tiers: %d patches are confirmed (KCSAN saw one of their races on the "
+        "pristine kernel; their messages quote the report), %d are paired (the "
+        "analysis shows a racing pair). They come in that order, so the head "
+        "of the series can be taken alone. %d lockset-only candidates are left "
+        "out (lkmm-mark report --tier lockset-only)." % (
+            tiers["confirmed"], tiers["paired"], cand)))
+    paras.append(wrap(
+        "Review every hunk: the analysis has known false-positive classes "
+        "(protocols it has no fact for, paths it cannot tell apart, different "
+        "objects of one type); lkmm-mark's hand review lists them."))
     tl = ["%d patches, %d sites:" % (len(groups), nsites)]
     for a in ACTION_ORDER:
         if acts[a]:
@@ -441,26 +299,26 @@ def cover_text(plan, groups, skipped, cps, kv, pv, sites, applied, texts):
     tl.append("Per rule:")
     for r in RULE_ORDER:
         if rules[r]:
-            tl.append(_wrap("  %-19s %4d  %s" % (r, rules[r], texts.get(r, "")),
+            tl.append(wrap("  %-19s %4d  %s" % (r, rules[r], texts.get(r, "")),
                             indent=" " * 27))
     paras.append("\n".join(tl))
     lost = sorted((x["file"], x["line"], x["column"], x["struct"], x["field"])
                   for x in plan["sites"] if x["rule"] == "lost-update" and not x["test_code"])
     if lost:
-        paras.append(_wrap(
+        paras.append(wrap(
             "Not in the series, for a human: read-modify-writes made without "
             "the lock that every other write of the field holds. An update "
             "made beside one under the lock is lost; that needs the lock, "
             "READ_ONCE()/WRITE_ONCE() would not fix it:") + "\n" + "\n".join(
-            "  %s:%d:%d %s.%s" % (_short(f), l, c, st, fl) for f, l, c, st, fl in lost))
+            "  %s:%d:%d %s.%s" % (short(f), l, c, st, fl) for f, l, c, st, fl in lost))
     na = plan.get("not_analysed", [])
     if na:
         paras.append("Functions spatch could not parse (not analysed):\n" + "\n".join(
-            "  %s:%d %s()" % (_short(x["file"]), x["line"], x["function"]) for x in na))
+            "  %s:%d %s()" % (short(x["file"]), x["line"], x["function"]) for x in na))
     if skipped:
         sk = sorted(skipped.items())
         paras.append("Planned sites not rewritten (left for a human):\n" + "\n".join(
-            _wrap("  %s:%d:%d: %s" % (_short(k[0]), k[1], k[2], why), indent="    ")
+            wrap("  %s:%d:%d: %s" % (short(k[0]), k[1], k[2], why), indent="    ")
             for k, why in sk))
     if cps:
         ne = sum(len(c["ERROR"]) for _, c in cps)

@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""KCSAN evidence: the races the committed `verify --kcsan` runs observed
+on the pristine kernel (qemu-test/results/kcsan-*.json, run*-kcsan-*.json),
+matched to the plan's sites by file and line.
+
+A marked site that KCSAN saw racing is in the tier 'confirmed' (above
+'paired', the racing pair the analysis shows, and 'lockset-only', the
+candidates).  The series puts the patches with confirmed sites first and
+quotes the report, trimmed to its title, the two accesses and their top
+frames, as upstream data-race patches do.
+
+Reads the result files only; the plan's sites get "tier": "confirmed" and
+"kcsan": the report's key.
+"""
+import json
+import re
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parents[2] / "qemu-test" / "results"
+_LOC = re.compile(r"(fs/btrfs/[\w./-]+\.[ch])$")
+
+
+def _norm(path):
+    """'fs/btrfs/x.c' of a path from a report (absolute build paths too)."""
+    m = _LOC.search(path.replace("\\", "/"))
+    return m.group(1) if m else None
+
+
+def pristine_reports(results=RESULTS):
+    """{key: report} of every distinct pristine report with a btrfs
+    access, keyed 'title' (the first result file, in name order, that
+    has it); each report gains "run": its file's name."""
+    out = {}
+    for f in sorted(Path(results).glob("*.json")):
+        try:
+            d = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        for r in d.get("pristine") or []:
+            if not isinstance(r, dict) or not r.get("accesses") or r["title"] in out:
+                continue
+            locs = [(_norm(p), ln) for a in r["accesses"] for p, ln in a.get("locs", ())]
+            if any(p for p, _ in locs):
+                out[r["title"]] = dict(r, run=f.name)
+    return out
+
+
+def by_location(reports):
+    """(file, line) -> [report key] of every btrfs access of the reports."""
+    idx = {}
+    for key, r in sorted(reports.items()):
+        for a in r["accesses"]:
+            for p, ln in a.get("locs", ()):
+                p = _norm(p)
+                if p:
+                    idx.setdefault((p, ln), [])
+                    if key not in idx[(p, ln)]:
+                        idx[(p, ln)].append(key)
+    return idx
+
+
+def confirm(plan, results=RESULTS):
+    """Sites of the plan that KCSAN saw racing: tier 'confirmed' and the
+    report's key; returns the reports used."""
+    reports = pristine_reports(results)
+    idx = by_location(reports)
+    used = {}
+    for s in plan["sites"]:
+        if s["action"] == "none" or s.get("tier") != "paired":
+            continue
+        keys = idx.get((s["file"], s["line"]))
+        if keys:
+            s["tier"] = "confirmed"
+            s["kcsan"] = keys[0]
+            used[keys[0]] = reports[keys[0]]
+    return used
+
+
+def trimmed(r, frames=3):
+    """The report as a patch quotes it: title, each access with its place
+    and top frames, the result file."""
+    lines = ["BUG: KCSAN: %s" % r["title"], ""]
+    for a in r["accesses"][:2]:
+        where = a.get("where", "?")
+        m = re.search(r"fs/btrfs/[\w./-]+\.[ch]:\d+", where.split(" (in ")[-1])
+        lines.append("%s at %s:" % (a.get("type", "access"), m.group(0) if m else where))
+        for fr in a.get("frames", [])[:frames]:
+            lines.append(" %s" % fr)
+        lines.append("")
+    lines.append("(lkmm-mark verify --kcsan on the pristine kernel,")
+    lines.append(" qemu-test/results/%s)" % r["run"])
+    return "\n".join(lines)

@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Stage 5b: the words of the series: each patch's subject and message,
+and the cover letter.
+
+A message says, in short sentences, which field the patch is about, who
+stores it under which lock, who loads it without the lock, where, and in
+which contexts they run (the racing pair of pairs.py), then what the
+patch does.  Where a committed `verify --kcsan` run saw one of its races
+on the pristine kernel (evidence.py), the message quotes that report,
+trimmed as upstream patches do.  Then the rules applied and the sites by
+function, for the reviewer who checks each hunk.
+
+Reads the plan and the groups series.py made; returns text.
+"""
+import collections
+import textwrap
+
+from .evidence import trimmed
+from .races import PHASE_TAG
+
+ARTICLE = ('"Calibrating your fear of big bad optimizing compilers" (LWN, '
+           '2019-10-11, https://lwn.net/Articles/799218/)')
+# Cited by title and short id; checkpatch's "commit <id>" check needs a git
+# tree that has the commit, which the Debian source package is not.
+SEED = ('the btrfs patch "btrfs: access eb::blocking_writers according to '
+        'ACCESS_ONCE policies" (a4477988cfed, 2019)')
+RULE_ORDER = ["locked-write", "unlocked-write", "unlocked-read", "racing-locked-read",
+              "locked-read", "refetch-after-lock", "diagnostic-read", "owner-read"]
+ACTION_ORDER = ["READ_ONCE", "WRITE_ONCE", "data_race"]
+TIERS = ["confirmed", "paired"]
+
+
+def wrap(text, width=72, indent=""):
+    return textwrap.fill(text, width=width, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def plural(n, w):
+    return "%d %s%s" % (n, w, "" if n == 1 else ("es" if w.endswith("ss") else "s"))
+
+
+def short(f):
+    return f.split("/", 2)[2] if f.startswith("fs/btrfs/") else f
+
+
+def tier_of(g):
+    """The best tier of a group's sites."""
+    tiers = {s.get("tier") for s in g["sites"]}
+    return next((t for t in TIERS if t in tiers), "paired")
+
+
+# ---------------------------------------------------------------- subject
+
+def subject(g):
+    st = g["struct"]
+    if g.get("parts"):
+        cands = ["btrfs: annotate data races around %s fields" % st,
+                 "btrfs: annotate racy accesses to %s" % st]
+    else:
+        names = [n.split(".", 1)[1] for n in g["fields"]]
+        one = "%s::%s" % (st, names[0]) if len(names) == 1 else \
+            "%s::{%s}" % (st, ",".join(names))
+        cands = ["btrfs: annotate data races around %s" % one,
+                 "btrfs: annotate racy accesses to %s" % one,
+                 "btrfs: annotate data races around %s fields" % st,
+                 "btrfs: annotate racy %s fields" % st]
+    for c in cands:
+        if len(c) <= 75:
+            return c
+    return cands[-1][:75]
+
+
+# ---------------------------------------------------------------- message
+
+def message(g, plan, texts, reports):
+    paras = [pair_paragraph(g, f, reports) for f in g["fields"]]
+    paras = [p for p in paras if p]
+    paras.append(wrap(what_it_does(g, plan)))
+    quoted = kcsan_quotes(g, reports)
+    if quoted:
+        paras.append("KCSAN saw %s on the pristine kernel:\n\n%s" % (
+            "this race" if len(quoted) == 1 else "these races", "\n\n".join(quoted)))
+    if g.get("parts"):
+        paras.append(wrap("The fields are in one patch because they share lines "
+                          "that get a data_race() (checkpatch wants its comment "
+                          "right above the line)."))
+    paras.append(rules_paragraph(g, plan, texts))
+    paras.append(pairs_paragraph(g))
+    paras.append(sites_paragraph(g))
+    return "\n\n".join(paras)
+
+
+def _who(s, held_ok=True):
+    locks = [h.split(" (", 1)[0] for h in s.get("locks_held", ())]
+    locks = [x[:-2] if x.endswith(":r") else x for x in locks
+             if "{" not in x and x != "irqs-off" and not x.startswith("?")]
+    return "under %s" % locks[0].replace(".", "::") if locks else "without a lock"
+
+
+def _representative(sites, field):
+    """The site whose pair the message states: a confirmed one first,
+    then a load whose counterpart is a store."""
+    mine = [s for s in sites if "%s.%s" % (s["struct"], s["field"]) == field and
+            s.get("counterpart") and s["rule"] != "owner-read"]
+    mine.sort(key=lambda s: (s.get("tier") != "confirmed", s["access"] not in ("read",),
+                             s["file"], s["line"]))
+    return mine[0] if mine else None
+
+
+def pair_paragraph(g, field, reports):
+    s = _representative(g["sites"], field)
+    if s is None:
+        return None
+    c = dict(s["counterpart"], contexts=None)
+    ctx = s.get("contexts") or ["?", "?"]
+    other = _kcsan_other(s, reports, g["sites"])
+    if other is not None:
+        # the pair KCSAN saw, when its other access is a site of the patch
+        c = {"function": other["function"], "file": other["file"], "line": other["line"],
+             "access": other["access"]}
+        ctx = [ctx[0], (other.get("contexts") or ["?"])[0]]
+    name = field.replace(".", "::")
+    here = "%s() at %s:%d" % (s["function"], short(s["file"]), s["line"])
+    there = "%s() at %s:%d" % (c["function"], short(c["file"]), c["line"])
+    verb = {"read": "loads", "write": "stores", "rmw": "updates"}
+    if s["access"] == "read":
+        text = "%s is changed by %s while %s loads it %s. The two run at the same " \
+            "time: the load in %s, the store in %s." % (
+                name, there, here, _who(s), ctx[0], ctx[1])
+    else:
+        text = "%s %s %s %s, while %s %s it. The two run at the same time: this " \
+            "in %s, that in %s." % (here, verb.get(s["access"], "stores"), name, _who(s),
+                                    there, verb.get(c["access"], "loads"), ctx[0], ctx[1])
+    return wrap(text)
+
+
+def _kcsan_other(s, reports, sites):
+    """The site of the patch at the other access of the KCSAN report that
+    confirms s, or None."""
+    r = reports.get(s.get("kcsan") or "")
+    if r is None:
+        return None
+    for a in r["accesses"]:
+        for p, ln in a.get("locs", ()):
+            for x in sites:
+                if x is not s and x["line"] == ln and p.endswith(x["file"]) and \
+                        x["field"] == s["field"] and x["line"] != s["line"]:
+                    return x
+    return None
+
+
+def what_it_does(g, plan):
+    acts = collections.Counter(s["action"] for s in g["sites"] if s["rule"] != "owner-read")
+    parts = []
+    for a, what in (("READ_ONCE", "racy load"), ("WRITE_ONCE", "store"),
+                    ("data_race", "load only for a diagnostic")):
+        if acts[a]:
+            n = acts[a]
+            parts.append("the %s with %s()" % (plural(n, what) if n > 1 else what, a))
+    plain = sum(1 for s in plan["sites"] if not s["test_code"] and s["rule"] == "locked-read"
+                and "%s.%s" % (s["struct"], s["field"]) in g["fields"])
+    text = "Mark " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + \
+        parts[-1] + "." if parts else "Mark the racy accesses."
+    if plain:
+        text += " The %s under the lock every store holds %s plain." % (
+            plural(plain, "load") if plain > 1 else "load", "stay" if plain > 1 else "stays")
+    return text
+
+
+def kcsan_quotes(g, reports):
+    keys = []
+    for s in g["sites"]:
+        k = s.get("kcsan")
+        if k and k in reports and k not in keys:
+            keys.append(k)
+    return [trimmed(reports[k]) for k in keys[:2]]
+
+
+def rules_paragraph(g, plan, texts):
+    cnt = collections.Counter(s["rule"] for s in g["sites"])
+    lines = []
+    for r in RULE_ORDER:
+        if r == "locked-read" or not cnt[r]:
+            continue
+        if r == "owner-read":
+            lines.append("- owner-thread read: %s left plain, with a comment"
+                         % plural(cnt[r], "read"))
+            continue
+        t = "read only for a diagnostic uses data_race()" if r == "diagnostic-read" \
+            else texts.get(r, r)
+        lines.append("- %s (%s)" % (t, plural(cnt[r], "site")))
+    mine = [s for s in plan["sites"] if not s["test_code"] and s["action"] == "none" and
+            "%s.%s" % (s["struct"], s["field"]) in g["fields"]]
+    owner = sum(1 for s in mine if s["rule"] == "owner-read") - cnt["owner-read"]
+    phase = sum(1 for s in mine if PHASE_TAG in (s.get("reason") or ""))
+    if owner > 0:
+        lines.append("- read by the task that owns the field (declared in lkmm-mark's "
+                     "policies/ 'owners'): %s left plain" % plural(owner, "read"))
+    if phase:
+        lines.append("- ordered with every conflicting access by the object's life cycle "
+                     "(declared in lkmm-mark's policies/ 'phases'): %s left plain"
+                     % plural(phase, "access"))
+    return wrap("The marks follow the access-marking policies of %s and the "
+                "locked/unlocked rules of %s:" % (ARTICLE, SEED)) + "\n\n" + \
+        "\n".join(wrap(line, indent="  ") for line in lines)
+
+
+def pairs_paragraph(g, most=6):
+    """The distinct racing pairs of the patch, one line each."""
+    seen = []
+    for s in g["sites"]:
+        c = s.get("counterpart")
+        if not c or s["rule"] == "owner-read":
+            continue
+        k = ("%s()" % s["function"], "%s()" % c["function"])
+        if k not in seen:
+            seen.append(k)
+    lines = ["  %s against %s" % k for k in seen[:most]]
+    if len(seen) > most:
+        lines.append("  and %d more" % (len(seen) - most))
+    return "Racing pairs (site against counterpart; lkmm-mark's plan has one for\n" \
+        "every hunk):\n\n" + "\n".join(lines)
+
+
+def sites_paragraph(g):
+    per_fn = collections.OrderedDict()
+    for s in g["sites"]:
+        k = (short(s["file"]), s["function"])
+        per_fn.setdefault(k, collections.Counter())[
+            "owner read, plain" if s["rule"] == "owner-read" else s["rule"]] += 1
+    sl = []
+    for (f, fn), c in per_fn.items():
+        what = ", ".join("%s%s" % (r, " x%d" % n if n > 1 else "") for r, n in
+                         sorted(c.items(), key=lambda x: RULE_ORDER.index(x[0])
+                                if x[0] in RULE_ORDER else 99))
+        sl.append(wrap("%s %s(): %s" % (f, fn, what), indent="    "))
+    return "Sites, by function:\n\n" + "\n".join(sl)
