@@ -44,14 +44,17 @@ FLAVOR_MAKE_ARGS = {
 # timestamps: the same bytes on every build (reproducible builds), and no
 # "date: invalid date" from the scripts that parse it.
 BUILD_TIMESTAMP = "Thu Jan  1 00:00:00 UTC 2026"
+# What the kernel's version string is made of (part of the build key): a
+# fixed build number too, not one more at every build of a directory.
+KBUILD_ENV = dict(KBUILD_BUILD_TIMESTAMP=BUILD_TIMESTAMP, KBUILD_BUILD_USER="lkmm",
+                  KBUILD_BUILD_HOST="verify", KBUILD_BUILD_VERSION="1")
 
 
 def build_env():
     env = dict(os.environ)
     env.update(CCACHE_DIR=str(cache_dir() / "ccache"), CCACHE_BASEDIR=str(vdir() / "src"),
                CCACHE_NOHASHDIR="1", CCACHE_MAXSIZE=env.get("CCACHE_MAXSIZE", "8G"),
-               KBUILD_BUILD_TIMESTAMP=BUILD_TIMESTAMP, KBUILD_BUILD_USER="lkmm",
-               KBUILD_BUILD_HOST="verify", LC_ALL="C")
+               LC_ALL="C", **KBUILD_ENV)
     return env
 
 
@@ -127,7 +130,8 @@ def configure(out, flavor, env):
 def build_key(src_key, flavor):
     cfg = file_hash([CONFIG_DIR / f for f in FLAVORS[flavor]])
     gccv = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout
-    return h(src_key, cfg, gccv, "W=1", flavor, *FLAVOR_MAKE_ARGS.get(flavor, []))
+    return h(src_key, cfg, gccv, "W=1", flavor, *FLAVOR_MAKE_ARGS.get(flavor, []),
+             *sorted("%s=%s" % kv for kv in KBUILD_ENV.items()))
 
 
 def _seed(out, seed_from):

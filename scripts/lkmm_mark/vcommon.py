@@ -46,9 +46,12 @@ def h(*parts):
 
 
 def file_hash(paths):
+    """sha256 of the files' names and contents.  The name without its
+    directory: the key of a cache entry made from a checkout's files (config
+    fragments, guest sources) is the same from every checkout."""
     m = hashlib.sha256()
     for p in paths:
-        m.update(str(p).encode() + b"\0")
+        m.update(Path(p).name.encode() + b"\0")
         m.update(Path(p).read_bytes())
     return m.hexdigest()
 
