@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from .base import UserError
-from .cachelock import locked, write_atomic
+from .cachelock import child_kwargs, locked, write_atomic
 from .tree import ensure_tree
 from .vbuild import build_env, build_kernel, make_args, run_logged
 from .vcommon import ensure_host_tools, h, progress, vdir
@@ -54,7 +54,7 @@ def _bisect(patches, pristine, b0, key, res_file):
         shutil.rmtree(work)                 # a killed bisect's
     copy_tree(pristine, work)
     out = work / b0["out"].name
-    r = subprocess.run(["cp", "-a", str(b0["out"]), str(out)])
+    r = subprocess.run(["cp", "-a", str(b0["out"]), str(out)], **child_kwargs())
     if r.returncode != 0:
         raise UserError("cannot copy %s" % b0["out"])
     env = build_env()

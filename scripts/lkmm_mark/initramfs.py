@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .cachelock import ensure
+from .cachelock import child_kwargs, ensure
 from .vcommon import GUEST_DIR, BuildError, file_hash, h, progress, vdir
 
 GUEST_BINARIES = ["/usr/bin/btrfs", "/usr/sbin/mkfs.btrfs", "/usr/bin/stress-ng", "/usr/bin/fio"]
@@ -144,7 +144,8 @@ def _make(d, img, libs):
     progress("building initramfs %s" % img.name)
     lk = d / "lkstress"
     r = subprocess.run(["gcc", "-static", "-O2", "-pthread", "-Wall", "-o", str(lk),
-                        str(GUEST_DIR / "lkstress.c")], capture_output=True, text=True)
+                        str(GUEST_DIR / "lkstress.c")], capture_output=True, text=True,
+                       **child_kwargs())
     if r.returncode != 0:
         raise BuildError("lkstress.c does not compile:\n" + r.stderr[-2000:])
     for old in list(d.glob("initramfs-*.cpio")) + list(d.glob("initramfs-*.tmp*")):

@@ -143,7 +143,7 @@ def _seed(out, seed_from):
         return
     progress("seeding %s from %s" % (out, seed_from))
     tmp = out.with_name(out.name + ".tmp%d" % os.getpid())
-    r = subprocess.run(["cp", "-a", str(seed_from), str(tmp)])
+    r = subprocess.run(["cp", "-a", str(seed_from), str(tmp)], **child_kwargs())
     if r.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise UserError("cannot copy %s" % seed_from)

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from .base import UserError
-from .cachelock import ensure, remove_stamp, stamp_ok, write_stamp
+from .cachelock import child_kwargs, ensure, remove_stamp, stamp_ok, write_stamp
 from .vcommon import REPO, h, progress, vdir
 
 # Top-level entries of a kernel tree that the tree hash covers (anything else
@@ -90,11 +90,12 @@ def patched_files(patch):
 
 def copy_tree(src, tmp):
     """cp -al src tmp (cp -a where hard links fail); tmp must not exist."""
-    r = subprocess.run(["cp", "-al", str(src), str(tmp)], stderr=subprocess.DEVNULL)
+    r = subprocess.run(["cp", "-al", str(src), str(tmp)], stderr=subprocess.DEVNULL,
+                       **child_kwargs())
     if r.returncode != 0:
         if tmp.exists():
             shutil.rmtree(tmp)
-        r = subprocess.run(["cp", "-a", str(src), str(tmp)])
+        r = subprocess.run(["cp", "-a", str(src), str(tmp)], **child_kwargs())
         if r.returncode != 0:
             raise UserError("cannot copy %s to %s" % (src, tmp))
     return tmp
@@ -104,7 +105,8 @@ def apply_patch(tree, patch, base):
     """patch -p1 into tree; None, or why it failed.  Raises UserError when
     patch(1) wrote through a hard link into base."""
     r = subprocess.run(["patch", "-p1", "-s", "-N", "--no-backup-if-mismatch",
-                        "-d", str(tree), "-i", str(patch)], capture_output=True, text=True)
+                        "-d", str(tree), "-i", str(patch)], capture_output=True, text=True,
+                       **child_kwargs())
     if r.returncode != 0:
         msg = (r.stdout + r.stderr).strip().splitlines()
         return msg[-1] if msg else "?"
