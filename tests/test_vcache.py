@@ -51,6 +51,30 @@ vbuild.CONFIG_DIR = Path(sys.argv[1])
 b = vbuild.build_kernel(Path(sys.argv[2]), "base", "fake-tree-key")
 print("RESULT", b["cached"], len(b["warnings"]))
 """
+SEED_DRIVER = """
+import sys
+from pathlib import Path
+from lkmm_mark import vbuild
+vbuild.CONFIG_DIR = Path(sys.argv[1])
+b = vbuild.build_kernel(Path(sys.argv[2]), "base", "fake-patched-key",
+                        seed_from=Path(sys.argv[3]))
+print("RESULT", b["cached"], len(b["warnings"]))
+"""
+FAKE_QEMU = """#!/bin/sh
+echo start >> "$FAKE_LOG"
+for a in "$@"; do
+    case "$a" in file=*) f=${a#file=}; f=${f%%,*}; [ -f "$f" ] || echo "no $f" >> "$FAKE_LOG";; esac
+done
+sleep 2
+echo "@@LKMM step mkfs PASS"
+echo "@@LKMM DONE PASS"
+echo end >> "$FAKE_LOG"
+"""
+QEMU_DRIVER = """
+from lkmm_mark import boot
+res = boot.stress_guest("/nonexistent/bzImage", None, 5, 1, "same-tag")
+print("RESULT", res.done, res.steps["mkfs"])
+"""
 TREE_DRIVER = """
 import sys
 from pathlib import Path
@@ -201,6 +225,47 @@ class ConcurrentRuns(CacheTest):
                          ["pristine", "pristine.stamp"])
 
 
+    def test_qemu_run_directory_used_by_one_run(self):
+        fakebin = self.tmp / "bin"
+        fakebin.mkdir()
+        q = fakebin / "qemu-system-x86_64"
+        q.write_text(FAKE_QEMU)
+        q.chmod(0o755)
+        env = dict(PATH="%s:%s" % (fakebin, os.environ["PATH"]), LKMM_MARK_ACCEL="tcg",
+                   FAKE_LOG=self.tmp / "qemu.log")
+        a = self.spawn(["-c", QEMU_DRIVER], **env)
+        time.sleep(0.3)
+        b = self.spawn(["-c", QEMU_DRIVER], **env)
+        (oa, ea), (ob, eb) = self.finish(a), self.finish(b)
+        self.assertEqual([oa, ob], ["RESULT PASS PASS\n"] * 2)
+        self.assertEqual((ea + eb).count("waiting for the QEMU run directory"), 1, ea + eb)
+        # one QEMU at a time in the directory, with its disks there
+        self.assertEqual((self.tmp / "qemu.log").read_text(), "start\nend\nstart\nend\n")
+        run = self.cache / "verify/run/same-tag"
+        self.assertEqual(sorted(p.name for p in run.iterdir()), ["console.log"])
+        self.assertIn("@@LKMM DONE PASS", (run / "console.log").read_text())
+
+    def test_kcsan_results_never_share_a_name(self):
+        from lkmm_mark import vkcsan
+        from lkmm_mark.console import GuestResult
+        os.environ["LKMM_MARK_CACHE"] = str(self.cache)
+        saved = vkcsan.RESULTS_DIR
+        vkcsan.RESULTS_DIR = self.tmp / "results"
+        try:
+            res = GuestResult()
+            res.console = "@@LKMM DONE PASS\n"
+            results = {"pristine": dict(res=res)}
+            run = dict(kernels=["pristine"])
+            names = [vkcsan.write_results(run, "report", results, "t") for _ in range(2)]
+        finally:
+            vkcsan.RESULTS_DIR = saved
+            os.environ.pop("LKMM_MARK_CACHE")
+        self.assertNotEqual(names[0], names[1])
+        files = sorted(p.name for p in (self.tmp / "results").iterdir())
+        self.assertEqual(files, sorted("kcsan-%s%s" % (n, x) for n in names
+                                       for x in (".json", ".txt", "-pristine-console.log")))
+
+
 class KilledRuns(CacheTest):
     def kill_when(self, run, ready, timeout=60):
         t0 = time.time()
@@ -231,6 +296,29 @@ class KilledRuns(CacheTest):
         # the killed make did not run on after its run died
         log = (self.tmp / "makes.log").read_text()
         self.assertEqual(log, "start\nend\nstart\nstart\nend\n")
+
+    def test_killed_seed_copy_is_redone(self):
+        src = self.fake_kernel()
+        self.finish(self.build(src))
+        seed = src / "o-base"
+        for i in range(3000):                   # a build directory worth copying
+            (seed / ("obj%04d.o" % i)).write_text("x" * 2000)
+        src2 = self.tmp / "src2"
+        src2.mkdir()
+        for f in ("Makefile", "scripts"):
+            os.symlink(src / f, src2 / f)
+        run = self.spawn(["-c", SEED_DRIVER, str(self.cfg), str(src2), str(seed)],
+                         FAKE_LOG=self.tmp / "makes.log")
+        self.kill_when(run, lambda: list(src2.glob("o-base.tmp*")))
+        self.assertFalse((src2 / "o-base").exists())
+        out, err = self.finish(self.spawn(["-c", SEED_DRIVER, str(self.cfg), str(src2),
+                                           str(seed)], FAKE_LOG=self.tmp / "makes.log"))
+        self.assertEqual(out, "RESULT False 1\n", err)
+        self.assertIn("seeding %s/o-base" % src2, err)
+        self.assertEqual(sorted(p.name for p in src2.iterdir()), ["Makefile", "o-base", "scripts"])
+        self.assertEqual(len(list((src2 / "o-base").glob("obj*.o"))), 3000)
+        self.assertEqual((src2 / "o-base/arch/x86/boot/bzImage").read_text(),
+                         "CONFIG_TINY=y\nCONFIG_BASE=y\nCONFIG_DEBUG_A=y\n")
 
     def test_killed_patched_copy_is_redone(self):
         base = self.fake_base(nfiles=20)
