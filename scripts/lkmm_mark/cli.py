@@ -84,6 +84,15 @@ def build_parser():
     return ap
 
 
+def _plan_loader(tree):
+    """The (cached) analysis plan of a base tree: verify's KCSAN stage maps
+    races to the series through the struct.fields of its sites."""
+    import types
+    from .commands import get_plan
+    return get_plan(types.SimpleNamespace(tree=str(tree), target="fs/btrfs", jobs=0,
+                                          no_cache=False, policies=None), tree)
+
+
 def main(argv):
     args = build_parser().parse_args(argv)
     try:
@@ -108,7 +117,7 @@ def main(argv):
             return cmd_run(args)
         if args.cmd == "verify":
             from . import verify
-            return verify.main(args)
+            return verify.main(args, plan_loader=_plan_loader)
         from . import commands
         return getattr(commands, "cmd_" + args.cmd)(args)
     except UserError as e:

@@ -189,7 +189,7 @@ def get_plan(args, tree=None):
         # which does not depend on them
         evidence.confirm(d)
     finally:
-        cachelock.release(lock)
+        cachelock.release_fd(lock)
         if was:
             # The analysis and the plan go to the collector's permanent
             # generation first (they hold no garbage cycles: a collection

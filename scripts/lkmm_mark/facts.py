@@ -126,7 +126,7 @@ class Running:
                                          stdout=subprocess.DEVNULL, stderr=self.err, text=True)
         except BaseException:
             shutil.rmtree(self.tmp, ignore_errors=True)
-            cachelock.release(self.lock)
+            cachelock.release_fd(self.lock)
             raise
 
     def cancel(self):
@@ -135,7 +135,7 @@ class Running:
         self.proc.wait()
         self.err.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
-        cachelock.release(self.lock)
+        cachelock.release_fd(self.lock)
 
     def result(self):
         try:
@@ -164,7 +164,7 @@ class Running:
                 self.proc.wait()
             self.err.close()
             shutil.rmtree(self.tmp, ignore_errors=True)
-            cachelock.release(self.lock)
+            cachelock.release_fd(self.lock)
             self.lock = None
 
 
@@ -184,7 +184,7 @@ def start(tree, target, jobs=0, use_cache=True, cocci=FACTS_COCCI):
     # all: os.replace())
     lock = cachelock.acquire("facts-" + key[:24], "the facts pass over " + target)
     if use_cache and cfile.exists():
-        cachelock.release(lock)
+        cachelock.release_fd(lock)
         return _Done(_read_cache(cfile))
     return Running(tree, target, files, jobs, cfile, cocci, lock)
 
