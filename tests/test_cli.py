@@ -146,6 +146,8 @@ class CliErrors(unittest.TestCase):
                  '"also": [{"lock": "m", "mode": "group"}]}]}', "a group mode needs a group"),
                 ('{"pseudo_locks": [{"name": "s.p", "struct": "s"}]}',
                  "pseudo_locks entry without 'reason'"),
+                ('{"instances": [{"struct": "s", "roles": {"a": ["x.p"]}, "reason": "r"}]}',
+                 "roles must map at least two role names"),
             ]:
                 with self.subTest(msg=msg):
                     Path(d, "btrfs", "bad.json").write_text(text)

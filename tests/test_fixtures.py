@@ -120,9 +120,14 @@ class DeclaredProtocols(unittest.TestCase):
             ("tx_use", "committed")], "READ_ONCE")
         self.assertNotIn(("tx_use", "committed"), self.marks("writers_drain"))
 
+    def test_instance_roles(self):
+        without = self.marks("instance_roles", "{}")
+        self.assertEqual(without[("log_commit", "transid")], "WRITE_ONCE")
+        self.assertNotIn(("log_commit", "transid"), self.marks("instance_roles"))
+
     def test_every_paired_site_names_a_counterpart_and_two_contexts(self):
         for name in ("racing_pairs", "config_guard", "state_guard", "exclusive_ops",
-                     "writers_drain", "macro_accessors"):
+                     "writers_drain", "macro_accessors", "instance_roles"):
             A = analyse_fixture(FIXTURES / name)
             for a in A.accesses:
                 if a.action == "none":

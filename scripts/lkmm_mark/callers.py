@@ -192,6 +192,11 @@ class Callers:
             return None
         sites = self.sites_of(fn)
         sites = [x for x in sites if not self._passes_private(x[0], x[2])] or sites
+        # a call from init or teardown (exclusions.py: the life-cycle
+        # functions) is a context in which nothing else runs: it races
+        # with no other, so it adds no lockset the others must exclude
+        life = getattr(self, "life", ())
+        sites = [x for x in sites if (x[0].file, x[0].name) not in life] or sites
         if not sites:
             memo[key] = None
             return None
@@ -238,6 +243,14 @@ class Callers:
         return [_own_guards(local | {n for n in c if n not in st.killed}, a.struct)
                 for c in ctxs]
 
+    def racing_contexts(self, a, b):
+        """How many pairs of calling contexts of accesses a and b share no
+        excluding lock, of how many (pairs.py prefers the counterpart that
+        races in the most of its contexts)."""
+        xs, ys = self._locksets(a), self._locksets(b)
+        racing = sum(1 for x in xs for y in ys if _excluding(x, y) is None)
+        return racing, len(xs) * len(ys)
+
     def _ctx_excluded(self, r, writes, common):
         """Every calling context of read r shares a lock with every calling
         context of every write, exclusive on at least one side (two readers
@@ -266,20 +279,7 @@ class Callers:
         for w in writes:
             for y in self._locksets(w):
                 for x in rs:
-                    hit = None
-                    for n in sorted(x):
-                        if n.startswith("?") or n == "irqs-off":
-                            continue
-                        hit = groups_exclude(n, y)
-                        if hit:
-                            break
-                        if n.endswith(":r"):
-                            if n[:-2] in y:
-                                hit = n[:-2]
-                                break
-                        elif n in y or n + ":r" in y:
-                            hit = n
-                            break
+                    hit = _excluding(x, y)
                     if hit is None:
                         return None
                     used.add(hit)
@@ -531,6 +531,23 @@ class Callers:
                         self.src.by_name:
                     out.append(toks[a].text)
         return out
+
+
+def _excluding(x, y):
+    """A lock of lockset x that keeps it from lockset y (exclusive on one
+    side, or two groups that exclude each other), or None."""
+    for n in sorted(x):
+        if n.startswith("?") or n == "irqs-off":
+            continue
+        hit = groups_exclude(n, y)
+        if hit:
+            return hit
+        if n.endswith(":r"):
+            if n[:-2] in y:
+                return n[:-2]
+        elif n in y or n + ":r" in y:
+            return n
+    return None
 
 
 _TOP = object()      # entry_locks(): not known yet, every lock

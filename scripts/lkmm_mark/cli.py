@@ -152,4 +152,4 @@ def cmd_run(args):
     from . import verify
     vargs = argparse.Namespace(tree=args.tree, patches=out, kcsan=False,
                                stress_seconds=args.stress_seconds, rest=[])
-    return verify.main(vargs)
+    return verify.main(vargs, plan_loader=_plan_loader)

@@ -585,3 +585,15 @@ def macro_bodies(src):
             out.append(parts[2] if len(parts) > 2 else "")
         i += 1
     return out
+
+
+def mentions(toks, arg, field, resolve):
+    """The argument toks[arg[0]:arg[1]] reads field (struct.field):
+    resolve(lo, hi) names the member expression toks[lo:hi]."""
+    name = field.rsplit(".", 1)[-1]
+    for k in range(arg[0] + 1, arg[1]):
+        if toks[k].text == name and toks[k - 1].text in ("->", "."):
+            b = base_start(toks, k - 1)
+            if b is not None and b >= arg[0] and resolve(b, k + 1) == field:
+                return True
+    return False

@@ -56,6 +56,7 @@ NAMES = {
     "new_object_flags": [("member", "id"), ("flag", "id"), ("publish", "id")],
     "phases": [("struct", "struct"), ("before", "id"), ("after", "id")],
     "pseudo_locks": [("struct", "struct")],
+    "instances": [("struct", "struct")],
     "guards": [("field", "field"), ("call", "id"), ("when_mentions.1", "field")],
 }
 
@@ -85,6 +86,15 @@ def _entry_name(key, entry):
     return key
 
 
+def _role_fields(data):
+    out = []
+    for c in data.get("instances", []) if isinstance(data.get("instances"), list) else []:
+        for fields in (c.get("roles") or {}).values() if isinstance(c, dict) else ():
+            out += [("instances", "instances %s" % c.get("struct"), "field", x)
+                    for x in fields if isinstance(x, str)]
+    return out
+
+
 def wanted(path):
     """(key, entry label, kind, name) for every name of one policy file."""
     with open(path) as f:
@@ -95,7 +105,7 @@ def wanted(path):
             for p, kind in specs:
                 for v in _values(entry, p):
                     out.append((key, _entry_name(key, entry), kind, v))
-    return out
+    return out + _role_fields(data)
 
 
 class Universe:
@@ -151,8 +161,11 @@ def check(P, tree, src, allow_stale=False):
     first file with missing names unless allow_stale (then logs each)."""
     u = Universe(tree, src)
     missing, pending = [], []
+    headers = any((Path(tree) / "include" / "linux").glob("*.h"))
     for f in P.files:
         wide = Path(f).name in ("kernel.json", "policies.json")
+        if wide and not headers:
+            continue        # a tree without the kernel's headers: nothing to look in
         for key, label, kind, name in wanted(f):
             # a declared pseudo-lock names a protocol, not a member
             ok = True if kind == "lock" and name in P.pseudo_locks else u.has(kind, name, wide)

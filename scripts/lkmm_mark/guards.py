@@ -27,10 +27,12 @@ nothing of a third object.
 The LockFlow (locks.py) calls test() on each condition, at_member() and
 deref_state() on the tokens naming a guarded member.
 """
-from .csrc import base_start, match_paren
+from .csrc import base_start, match_paren, mentions
 from .locks import How, mode_name
+from .tokutil import _split
 
 ASSIGN = {"=", "+=", "-=", "|=", "&=", "^=", "<<=", ">>="}
+_MARKED = ("READ_ONCE", "data_race", "rcu_access_pointer")
 
 
 class Guards:
@@ -48,7 +50,18 @@ class Guards:
         """The guard a condition toks[lo:hi] tests: (key, spec, state when
         true, state when false), or None."""
         neg = False
-        while lo < hi and t[lo].text in ("!", "("):
+        while lo < hi and t[lo].text in ("!", "(") or (
+                lo + 1 < hi and t[lo].text in _MARKED and t[lo + 1].text == "(" and
+                match_paren(t, lo + 1) in (hi - 1, hi - 3)):
+            if t[lo].text in _MARKED:
+                # READ_ONCE(x->f) tests the same state (a patched tree)
+                close = match_paren(t, lo + 1)
+                if close == hi - 1:
+                    lo, hi = lo + 2, hi - 1
+                    continue
+                if t[hi - 2].text not in ("==", "!=") or t[hi - 1].text != "NULL":
+                    break
+                return self._compare(t, lo + 2, close, t[hi - 2].text, neg, resolve)
             if t[lo].text == "(":
                 if match_paren(t, lo) != hi - 1:
                     break
@@ -70,6 +83,11 @@ class Guards:
             if t[k].text in ("==", "!=") and k + 2 == hi and t[k + 1].text == "NULL":
                 eq, hi = t[k].text, k
                 break
+        return self._compare(t, lo, hi, eq, neg, resolve)
+
+    def _compare(self, t, lo, hi, eq, neg, resolve):
+        """'x->f' (eq None), 'x->f == NULL' or 'x->f != NULL', negated or
+        not: the guard it tests, or None."""
         g = self._field_at(t, lo, hi, resolve)
         if g is None:
             return None
@@ -85,8 +103,8 @@ class Guards:
             w = spec.get("when_mentions")
             if not w:
                 return spec
-            args = _split_top(t, k + 2, close)
-            if w[0] < len(args) and _mentions(t, args[w[0]], w[1], resolve):
+            args = _split(t, k + 2, close)
+            if w[0] < len(args) and mentions(t, args[w[0]], w[1], resolve):
                 return spec
         return None
 
@@ -164,6 +182,10 @@ class Guards:
         if f not in self.fields:
             return st
         deref = t[k + 1].text == "->"
+        if t[k + 1].text == ")" and b >= 2 and t[b - 1].text == "(" and t[b - 2].text in _MARKED:
+            # READ_ONCE(x->f)->g, or 'v = READ_ONCE(x->f);' (a patched tree)
+            k, b = k + 1, b - 2
+            deref = t[k + 1].text == "->"
         if not deref and t[k + 1].text == ";" and b >= 2 and t[b - 1].text == "=" and \
                 t[b - 2].kind == "id":
             v = t[b - 2].text
@@ -185,30 +207,3 @@ def guard_struct(key):
     if base.endswith("()") or "." not in base:
         return None
     return base.split(".", 1)[0]
-
-
-def _split_top(t, lo, hi):
-    out, depth, start = [], 0, lo
-    for k in range(lo, hi):
-        x = t[k].text
-        if x in "([{":
-            depth += 1
-        elif x in ")]}":
-            depth -= 1
-        elif x == "," and depth == 0:
-            out.append((start, k))
-            start = k + 1
-    if start < hi:
-        out.append((start, hi))
-    return out
-
-
-def _mentions(t, arg, field, resolve):
-    """The argument toks[arg[0]:arg[1]] reads field (struct.field)."""
-    name = field.rsplit(".", 1)[-1]
-    for k in range(arg[0] + 1, arg[1]):
-        if t[k].text == name and t[k - 1].text in ("->", "."):
-            b = base_start(t, k - 1)
-            if b is not None and b >= arg[0] and resolve(b, k + 1) == field:
-                return True
-    return False

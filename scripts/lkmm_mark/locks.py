@@ -455,8 +455,8 @@ class LockFlow:
         return group_lock(name, spec) if name is not None else None
 
     def _mentions(self, arg, field):
-        from .guards import _mentions
-        return _mentions(self.t, arg, field, self.resolve)
+        from .csrc import mentions
+        return mentions(self.t, arg, field, self.resolve)
 
     def _groups_of(self, name):
         """Held-set keys of every group the lock functions declare for name."""

@@ -173,7 +173,7 @@ def kcsan_quotes(g, reports):
         k = s.get("kcsan")
         if k and k in reports and k not in keys:
             keys.append(k)
-    return [trimmed(reports[k]) for k in keys[:2]]
+    return [trimmed(reports[k]) for k in keys]
 
 
 def rules_paragraph(g, plan, texts):
@@ -215,7 +215,8 @@ def pairs_paragraph(g, most=6):
         k = ("%s()" % s["function"], "%s()" % c["function"])
         if k not in seen:
             seen.append(k)
-    lines = ["  %s against %s" % k for k in seen[:most]]
+    lines = [("  %s against %s" if len(k[0]) + len(k[1]) < 62 else "  %s\n    against %s")
+             % k for k in seen[:most]]
     if len(seen) > most:
         lines.append("  and %d more" % (len(seen) - most))
     return "Racing pairs (site against counterpart; lkmm-mark's plan has one for\n" \

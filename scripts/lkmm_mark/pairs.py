@@ -69,6 +69,10 @@ class Pairs:
             a.lockset_reason = a.reason
             if b is not None:
                 self._paired(a, b)
+                if a.kind == "rmw" and a.rule == "locked-write":
+                    # the read half of 'x->f += n' under the lock races with
+                    # a store made without it: READ_ONCE() in the rewrite
+                    a.read_races = self._racing_store(a, idx.get((a.struct, a.field), ()))
             else:
                 # a candidate: reported apart (report --tier lockset-only),
                 # never marked
@@ -96,8 +100,7 @@ class Pairs:
             # policy 3: an owner's stores without the lock leave the
             # reads under it plain (the seed commit's blocking_writers)
             return
-        stores = [b for b in cands if is_store(b) and lk and lk not in b.held]
-        b, _ = self._counterpart(a, stores)
+        b = self._racing_store(a, cands)
         if b is None:
             return
         a.lockset_reason = a.reason
@@ -105,21 +108,45 @@ class Pairs:
             else ("data_race", "diagnostic-read")
         self._paired(a, b)
 
-    def _counterpart(self, a, cands):
-        """The first access of cands that may race with a, in order of
-        preference (stores for a load; loads, then stores, for a store;
-        other functions first), and a Counter of why the others cannot."""
+    def _racing_store(self, a, cands):
+        """A store racing with a, made without the lock of a's field."""
+        info = self.fields.get("%s.%s" % (a.struct, a.field)) or {}
+        lk = info.get("lock")
+        if not lk or info.get("owner"):
+            return None
+        stores = [b for b in cands if b is not a and is_store(b) and lk not in b.held]
+        return self._counterpart(a, stores)[0]
+
+    def _counterpart(self, a, cands, best_of=8):
+        """An access of cands that may race with a, and a Counter of why
+        the others cannot.  Candidates come in order of preference (stores
+        for a load; loads, then stores, for a store; other functions
+        first); of the first best_of that race, the one that races in the
+        largest share of its calling contexts is named (not a cleanup
+        path that races in one context of many)."""
         a_store = is_store(a)
         order = sorted((b for b in cands if b is not a and (a_store or is_store(b))),
                        key=lambda b: (not is_store(b) if not a_store else is_store(b),
                                       b.fn == a.fn, b.file, b.line, b.col))
         why = collections.Counter()
+        racing = []
         for b in order:
             apart = self._apart(a, b)
-            if apart is None:
-                return b, why
-            why[apart] += 1
-        return None, why
+            if apart is not None:
+                why[apart] += 1
+                continue
+            racing.append(b)
+            if len(racing) == best_of:
+                break
+        if not racing:
+            return None, why
+        if len(racing) == 1:
+            return racing[0], why
+
+        def share(b):
+            n, total = self.racing_contexts(a, b)
+            return n / total if total else 0.0
+        return max(racing, key=lambda b: (share(b), -racing.index(b))), why
 
     def _apart(self, a, b):
         """What keeps a and b apart ('locks', 'order', 'owner', 'thread',
@@ -143,7 +170,9 @@ class Pairs:
         against 'fs_info->global_block_rsv.size'), or an embedded member
         against the object a pointer field points to when every store of
         that field is a fresh allocation ('rc->block_rsv = 
-        btrfs_alloc_block_rsv()'), or two such pointer fields."""
+        btrfs_alloc_block_rsv()'), or two such pointer fields, or pointer
+        fields of two roles of one struct (policies/ 'instances': a
+        subvolume root and a log tree root)."""
         oa, ob = self._object_of(a), self._object_of(b)
         if oa is None or ob is None:
             return False
@@ -179,6 +208,10 @@ class Pairs:
             return None
         if embedded:
             return ("embedded", name)
+        if name in self.P.roles:
+            # policies/ 'instances': what this pointer field points to has a
+            # role no pointer field of another role shares
+            return ("role",) + self.P.roles[name]
         return ("fresh", name) if self._fresh_only(name) else None
 
     def _alias_object(self, file, func, v):

@@ -23,7 +23,7 @@ SCHEMA = {
     "link_removal_functions": list, "link_test_functions": list, "ops_contexts": list,
     "container_accessors": list, "param_locks": list, "container_locks": list,
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
-    "phases": list, "pseudo_locks": list, "guards": list,
+    "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
 }
 
 
@@ -49,6 +49,7 @@ class Policies:
         self.phases = []           # {struct, before, after, reason}: one object's life-cycle order
         self.pseudo_locks = {}     # name -> {name, struct, reason}: a protocol that acts as a lock
         self.guards = []           # {field or call, reason, implies}: a state a test splits (guards.py)
+        self.roles = {}            # pointer field -> (struct, role): objects of distinct roles
         self.exceptions = []
         self.bitops = {}
         self.wait_macros = set()
@@ -264,6 +265,22 @@ def _phases(P, f, entries):
         P.phases.append(c)
 
 
+def _instances(P, f, entries):
+    """Objects of one struct in distinct roles: what the pointer fields of
+    one role point to is never what those of another role point to."""
+    for c in entries:
+        _need(f, c, ("struct", "roles", "reason"), "instances")
+        roles = c["roles"]
+        if not isinstance(roles, dict) or len(roles) < 2 or not all(
+                isinstance(v, list) and v and all(isinstance(x, str) and "." in x for x in v)
+                for v in roles.values()):
+            raise _err(f, "instances %s: roles must map at least two role names to lists "
+                       "of pointer fields (struct.field)", c["struct"])
+        for role, fields in roles.items():
+            for x in fields:
+                P.roles[x] = (c["struct"], role)
+
+
 _GUARD_STATES = {"field": ("set", "null"), "call": ("true", "false")}
 
 
@@ -379,6 +396,7 @@ _LOADERS = {
     "container_locks": _container_locks,
     "phases": _phases,
     "guards": _guards,
+    "instances": _instances,
     "pseudo_locks": _keyed("pseudo_locks", "name", "pseudo_locks", ("name", "struct", "reason")),
     "container_accessors": _container_accessors,
     "exceptions": _listed("exceptions", ("field", "reason"), "exceptions"),

@@ -291,7 +291,8 @@ def plan_file_edits(src, sites, comments, toks=None, at=None):
                     E.replace(key, b, S.off(i + 2), ", ")
                 E.insert(key, S.end(semi - 1), ")", (-1, S.off(semi) - a))
             elif act == "WRITE_ONCE" and s["access"] == "rmw":
-                fmt = "%s" if s["rule"] == "locked-write" else "READ_ONCE(%s)"
+                fmt = "%s" if s["rule"] == "locked-write" and not s.get("read_races") \
+                    else "READ_ONCE(%s)"
                 op = S.txt(i + 1) if i + 1 < len(S.toks) else ""
                 pre = S.txt(j - 1) if j > 0 else ""
                 if op in ("++", "--") and S.txt(i + 2) == ";" and stmt_context(S, j):

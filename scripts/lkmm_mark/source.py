@@ -25,7 +25,8 @@ class Access:
     __slots__ = ("file", "line", "col", "eline", "ecol", "fn", "field", "struct", "base",
                  "kind", "macro", "tok", "held", "ctx", "func", "exclusion", "action",
                  "rule", "reason", "test", "evidence", "struct_known", "tier", "pair",
-                 "contexts", "lockset_reason", "candidate", "lockset_rule", "via", "body")
+                 "contexts", "lockset_reason", "candidate", "lockset_rule", "via", "body",
+                 "read_races")
 
     def key(self):
         return (self.file, self.line, self.col, self.eline, self.ecol)
@@ -60,6 +61,8 @@ class Access:
                 d["counterpart"] = {"file": b.file, "line": b.line, "function": b.fn,
                                     "access": b.kind, "macro": b.macro}
                 d["contexts"] = list(self.contexts)
+                if getattr(self, "read_races", None):
+                    d["read_races"] = True
             else:
                 d["candidate"] = self.candidate
                 d["lockset_rule"] = self.lockset_rule
