@@ -3,6 +3,7 @@
 sub-commands facts, report and plan.  Imports nothing that imports it:
 cli.py dispatches bench, series, rewrite and run (the main job), which
 use the plan from here."""
+import collections
 import json
 import os
 import sys
@@ -316,8 +317,11 @@ def cmd_report(args):
     for s in d["sites"]:
         if not s["test_code"] and s["action"] != "none":
             counts[s["action"]] = counts.get(s["action"], 0) + 1
-    print("# %d sites need a mark: %s" % (len(lines), ", ".join(
-        "%s %d" % kv for kv in sorted(counts.items()))))
+    tiers = collections.Counter(s.get("tier") for s in d["sites"]
+                                if not s["test_code"] and s["action"] != "none")
+    print("# %d sites need a mark: %s; confirmed by KCSAN %d, paired %d" % (
+        len(lines), ", ".join("%s %d" % kv for kv in sorted(counts.items())),
+        tiers["confirmed"], tiers["paired"]))
     if tl:
         print("# test code (%s/tests), reported separately:" % args.target)
         for line in tl:
