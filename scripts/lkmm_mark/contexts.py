@@ -22,7 +22,7 @@ nothing on the accesses; pairs.py asks context_of() and same_thread().
 """
 import collections
 
-from .locks import How
+from .locks import KEYWORDS, How
 from .source import _short
 
 _THREAD_CALLS = ("kthread_run", "kthread_create")
@@ -148,9 +148,7 @@ class Contexts:
 def _callback_use(toks, i):
     """How toks[i], a function's name not called here, is handed on:
     (kind, phrase, the call it is passed to or None) or None."""
-    p1, p2 = toks[i - 1].text, toks[i - 2].text
-    if p1 == "&":
-        p1, p2 = p2, toks[i - 3].text if i >= 3 else ""
+    p1 = toks[i - 1].text
     if p1 == "=" and toks[i - 2].kind == "id" and i >= 3 and toks[i - 3].text in (".", "->"):
         return ("method", "->%s" % toks[i - 2].text, None)
     if p1 in (",", "("):
@@ -164,7 +162,7 @@ def _callback_use(toks, i):
                     break
                 depth -= 1
             j -= 1
-        if j > 0 and toks[j - 1].kind == "id":
+        if j > 0 and toks[j - 1].kind == "id" and toks[j - 1].text not in KEYWORDS:
             call = toks[j - 1].text
             kind = "thread" if call in _THREAD_CALLS else "callback"
             return (kind, "%s of %s()" % ("thread" if kind == "thread" else "callback", call),
