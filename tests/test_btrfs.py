@@ -256,29 +256,30 @@ class BtrfsTests(unittest.TestCase):
                 self.assertIn(k, s)
 
     def test_hand_review_is_current(self):
-        """tests/hand-review.md reviews the sample the drawing script it
-        quotes gives on the current plan (the median site of every
-        flagged field), and its summary counts its own rows."""
-        import collections
+        """tests/hand-review.md reviews the uniform draw its header names
+        (seed and size, tests/draw_sample.py) of the flagged sites of the
+        current plan, row for row, and its summary counts its own rows."""
+        import random
         import re
+        import sys
+        sys.path.insert(0, str(REPO / "tests"))
+        from draw_sample import flagged
         text = (REPO / "tests" / "hand-review.md").read_text()
+        m = re.search(r"--seed (\d+) --n (\d+)", text)
+        self.assertIsNotNone(m, "the review names its draw")
+        seed, n = int(m.group(1)), int(m.group(2))
         rows = re.findall(r"^\| (\d+) \| ([\w\-./]+:\d+) \| (\w+) \| ([\w.]+) \| "
-                          r"(\w+) \((\S+)\) \| (TP|FP) \|", text, re.M)
-        fl = [x for x in plan_of(self.tree)["sites"]
-              if x["action"] != "none" and not x["test_code"]]
-        by = collections.defaultdict(list)
-        for x in fl:
-            by[x["struct"] + "." + x["field"]].append(x)
-        want = []
-        # every flagged field, in name order
-        for i, f in enumerate(sorted(by)):
-            s = sorted(by[f], key=lambda x: (x["file"], x["line"], x["column"]))
-            x = s[len(s) // 2]
-            want.append((str(i + 1), "%s:%d" % (x["file"][9:], x["line"]), x["function"], f,
-                         x["action"], x["rule"]))
-        self.assertGreaterEqual(len(rows), 40)
+                          r"(\w+) \((\S+)\) \| (TRUE|FALSE) \| (right|wrong) \|",
+                          text, re.M)
+        sites = flagged(plan_of(self.tree))
+        drawn = random.Random(seed).sample(range(len(sites)), n)
+        want = [(str(i + 1), "%s:%d" % (sites[k]["file"][9:], sites[k]["line"]),
+                 sites[k]["function"], "%s.%s" % (sites[k]["struct"], sites[k]["field"]),
+                 sites[k]["action"], sites[k]["rule"]) for i, k in enumerate(drawn)]
+        self.assertGreaterEqual(len(rows), 60)
         self.assertEqual([r[:6] for r in rows], want,
-                         "the flagged set changed: redraw and re-read the hand review")
-        tp = sum(1 for r in rows if r[6] == "TP")
-        self.assertIn("**TP: %d**" % tp, text)
-        self.assertIn("**FP: %d**" % (len(rows) - tp), text)
+                         "the flagged set changed: the review no longer fits the plan")
+        tp = sum(1 for r in rows if r[6] == "TRUE")
+        self.assertIn("**TRUE: %d of %d**" % (tp, len(rows)), text)
+        right = sum(1 for r in rows if r[6] == "TRUE" and r[7] == "right")
+        self.assertIn("**named counterpart right: %d of %d true sites**" % (right, tp), text)

@@ -35,7 +35,10 @@ class Accesses:
         self.by_range = {}
         for (f, name), fn in sorted(self.src.funcs.items(), key=lambda x: (x[0][0], x[1].line)):
             if (f, name) not in spatch_fns:
-                self.not_analysed.append((f, fn.line, name))
+                self.not_analysed.append((f, fn.line, name, "spatch could not parse it"))
+        for (f, name), (line, why) in sorted(self.src.unreadable.items()):
+            self.not_analysed.append((f, line, name, why))
+        self.not_analysed.sort()
         tests = [self.target + "/" + d.strip("/") + "/" for d in (self.P.test_dirs or ["tests"])]
         self.test_prefixes = tests
         for k, r in acc.items():

@@ -36,7 +36,7 @@ def analyse(args, tree=None, check_tree=True):
 
 def _analyse(args, tree=None, check_tree=True):
     require_tools("spatch")
-    P = policy_mod.load(args.policies)
+    P = policy_mod.load(args.policies, policy_mod.subsystem_of(args.target))
     if tree is None:
         tree = ensure_tree(args.tree, args.target) if check_tree else args.tree
     job = facts_mod.start(str(tree), args.target, args.jobs, not args.no_cache)
@@ -336,9 +336,9 @@ def cmd_report(args):
         print("%s:%d:%d-%d: LOCK: %s (lost-update)" % (
             x["file"], x["line"], x["column"], x["end_column"], x["reason"]))
     na = d["not_analysed"]
-    print("# functions not analysed (spatch could not parse them): %d" % len(na))
+    print("# functions not analysed: %d" % len(na))
     for x in na:
-        print("%s:%d: %s()" % (x["file"], x["line"], x["function"]))
+        print("%s:%d: %s(): %s" % (x["file"], x["line"], x["function"], x["reason"]))
     return 0
 
 
@@ -356,7 +356,8 @@ def plan_dict(A):
         fields[k] = d
     return {"target": A.target, "sites": sites, "fields": fields,
             "stale_facts": getattr(A, "stale_facts", []),
-            "not_analysed": [{"file": f, "line": l, "function": n} for f, l, n in A.not_analysed]}
+            "not_analysed": [{"file": f, "line": l, "function": n, "reason": why}
+                             for f, l, n, why in A.not_analysed]}
 
 
 def annotate_rewrite(tree, sites, src=None):

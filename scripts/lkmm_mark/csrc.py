@@ -208,7 +208,7 @@ ANNOT = {"__must_hold", "__releases", "__acquires", "__attribute__", "__printf",
 
 class Function:
     __slots__ = ("name", "file", "line", "body_start", "body_end", "annots", "static",
-                 "ret", "_types")
+                 "ret", "_types", "broken")
 
     def __init__(self, name, file, line, body_start, body_end, annots, static, ret):
         self.name = name
@@ -220,6 +220,7 @@ class Function:
         self.static = static
         self.ret = ret                 # return type text
         self._types = None
+        self.broken = False
 
 
 def find_functions(toks, file):
@@ -232,6 +233,13 @@ def find_functions(toks, file):
         t = toks[i].text
         if t == "{":
             j = match_paren(toks, i)
+            broken = j >= n
+            if broken:
+                # braces that do not balance (both branches of an #if
+                # around one are kept): the body ends at the first '}' of
+                # the first column, as kernel style writes a function's
+                j = next((x for x in range(i + 1, n) if toks[x].text == "}" and
+                          toks[x].col == 0), n - 1)
             k = i - 1
             annots = []
             # skip trailing annotations: __must_hold(x) etc.
@@ -258,8 +266,9 @@ def find_functions(toks, file):
                                                          "__init", "__exit", "extern",
                                                          "__maybe_unused"))
                         # the params themselves may hold a __must_hold-style annotation
-                        funcs.append(Function(prev.text, file, prev.line, i, j, annots,
-                                              static, ret))
+                        fn = Function(prev.text, file, prev.line, i, j, annots, static, ret)
+                        fn.broken = broken
+                        funcs.append(fn)
                 break
             i = j + 1
             stmt_start = i

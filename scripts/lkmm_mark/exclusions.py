@@ -50,6 +50,9 @@ class Exclusions:
             return ("sizeof", "operand of sizeof/typeof")
         if a.kind == "marked":
             return ("already-marked", "already marked with %s()" % a.macro)
+        if (a.file, a.fn) in self.src.unreadable:
+            return ("not-analysed", "%s() is not analysed: %s"
+                    % (a.fn, self.src.unreadable[(a.file, a.fn)][1]))
         if a.func is None:
             return ("unknown-type", "not inside a function definition")
         if a.struct is None:

@@ -103,6 +103,12 @@ def _need(path, obj, keys, what):
             raise UserError("%s: malformed policy file: %s entry without '%s'" % (path, what, k))
 
 
+def subsystem_of(target):
+    """The policies/ subdirectory for a target directory: its last
+    component (fs/btrfs -> btrfs, fs/ext4 -> ext4)."""
+    return Path(target.rstrip("/")).name
+
+
 def load(pdir=None, subsystem="btrfs"):
     pdir = Path(pdir) if pdir else DEFAULT_DIR
     if not pdir.is_dir():

@@ -313,8 +313,9 @@ def cover_text(plan, groups, skipped, cps, kv, pv, sites, applied, texts):
             "  %s:%d:%d %s.%s" % (short(f), l, c, st, fl) for f, l, c, st, fl in lost))
     na = plan.get("not_analysed", [])
     if na:
-        paras.append("Functions spatch could not parse (not analysed):\n" + "\n".join(
-            "  %s:%d %s()" % (short(x["file"]), x["line"], x["function"]) for x in na))
+        paras.append("Functions not analysed:\n" + "\n".join(
+            wrap("  %s:%d %s(): %s" % (short(x["file"]), x["line"], x["function"],
+                                       x.get("reason", "?")), indent="    ") for x in na))
     if skipped:
         sk = sorted(skipped.items())
         paras.append("Planned sites not rewritten (left for a human):\n" + "\n".join(

@@ -82,6 +82,7 @@ class Source:
         self.typedefs = {}
         self.pos = {}            # file -> (line, col) -> token index (.get())
         self.file_structs = {}   # file -> the structs it defines
+        self.unreadable = {}     # (file, function) -> (line, why it cannot be read)
         for f in files:
             with open(os.path.join(tree, f), errors="replace") as fh:
                 text = fh.read()
@@ -91,6 +92,12 @@ class Source:
             self.toks[f] = toks
             self.pos[f] = csrc.TokIndex(toks)
             for fn in csrc.find_functions(toks, f):
+                if fn.broken:
+                    # both branches of an #if around a brace are kept: the
+                    # body cannot be read; listed as not analysed
+                    self.unreadable[(f, fn.name)] = (fn.line, "its braces do not balance "
+                                                     "(an #if around one of them)")
+                    continue
                 # '#ifdef X / f() {...} / #else / f() {} stub': keep the
                 # larger definition
                 old = self.funcs.get((f, fn.name))
