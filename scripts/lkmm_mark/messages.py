@@ -236,3 +236,97 @@ def sites_paragraph(g):
                                 if x[0] in RULE_ORDER else 99))
         sl.append(wrap("%s %s(): %s" % (f, fn, what), indent="    "))
     return "Sites, by function:\n\n" + "\n".join(sl)
+
+
+# ----------------------------------------------------------- cover letter
+
+def cover_text(plan, groups, skipped, cps, base, texts):
+    return "\n\n".join(cover_intro(plan, groups, base) + [cover_counts(groups, texts)] +
+                       cover_leftovers(plan, skipped, cps) + [
+        "Reproduce with lkmm-mark:\n"
+        "  scripts/lkmm-mark series        # writes patches/\n"
+        "  scripts/lkmm-mark report        # the same sites, one line each\n"
+        "  scripts/lkmm-mark plan --json plan.json   # every verdict, why"])
+
+
+def cover_intro(plan, groups, base):
+    tiers = collections.Counter(tier_of(g) for g in groups)
+    cand = sum(1 for s in plan["sites"] if s["rule"] == "lockset-only" and not s["test_code"])
+    return [
+        wrap("This series marks the plain accesses to shared fields of fs/btrfs "
+             "that race, as the access-marking policies of the Linux kernel memory "
+             "model ask (%s), following the locked/unlocked rules of %s." % (ARTICLE, SEED)),
+        "Base: %s, fs/btrfs.\nThe patches apply with git am, in order." % base,
+        wrap("Each patch covers one field, or the fields of one struct protected by "
+             "the same lock, and names the racing pair behind each kind of hunk: a "
+             "store and a load (or two stores) of the field that can run at the "
+             "same time, with their functions and contexts, computed from the "
+             "code: the locks and pseudo-locks held at each access and by every "
+             "caller, and the declared protocols (exclusive operations, the "
+             "transaction's writers, state guards, life-cycle orders). A site "
+             "whose only evidence is a lockset is not in the series."),
+        wrap("Tiers: %d patches are confirmed (KCSAN saw one of their races on the "
+             "pristine kernel; their messages quote the report), %d are paired (the "
+             "analysis shows a racing pair). They come in that order, so the head "
+             "of the series can be taken alone. %d lockset-only candidates are left "
+             "out (lkmm-mark report --tier lockset-only)." % (
+                 tiers["confirmed"], tiers["paired"], cand)),
+        wrap("Review every hunk: the analysis has known false-positive classes "
+             "(protocols it has no fact for, paths it cannot tell apart, different "
+             "objects of one type); lkmm-mark's hand review lists them.")]
+
+
+def cover_counts(groups, texts):
+    acts = collections.Counter()
+    rules = collections.Counter()
+    for g in groups:
+        for s in g["sites"]:
+            if s["rule"] != "owner-read":
+                acts[s["action"]] += 1
+                rules[s["rule"]] += 1
+    tl = ["%d patches, %d sites:" % (len(groups), sum(acts.values()))]
+    tl += ["  %-11s %d" % (a, acts[a]) for a in ACTION_ORDER if acts[a]]
+    tl += ["", "Per rule:"]
+    tl += [wrap("  %-19s %4d  %s" % (r, rules[r], texts.get(r, "")), indent=" " * 27)
+           for r in RULE_ORDER if rules[r]]
+    return "\n".join(tl)
+
+
+def cover_leftovers(plan, skipped, cps):
+    """What the series leaves to a human, and checkpatch's remarks."""
+    paras = []
+    lost = sorted((x["file"], x["line"], x["column"], x["struct"], x["field"])
+                  for x in plan["sites"] if x["rule"] == "lost-update" and not x["test_code"])
+    if lost:
+        paras.append(wrap(
+            "Not in the series, for a human: read-modify-writes made without "
+            "the lock that every other write of the field holds. An update "
+            "made beside one under the lock is lost; that needs the lock, "
+            "READ_ONCE()/WRITE_ONCE() would not fix it:") + "\n" + "\n".join(
+            "  %s:%d:%d %s.%s" % (short(f), ln, c, st, fl) for f, ln, c, st, fl in lost))
+    na = plan.get("not_analysed", [])
+    if na:
+        paras.append("Functions not analysed:\n" + "\n".join(
+            wrap("  %s:%d %s(): %s" % (short(x["file"]), x["line"], x["function"],
+                                       x.get("reason", "?")), indent="    ") for x in na))
+    if skipped:
+        paras.append("Planned sites not rewritten (left for a human):\n" + "\n".join(
+            wrap("  %s:%d:%d: %s" % (short(k[0]), k[1], k[2], why), indent="    ")
+            for k, why in sorted(skipped.items())))
+    if cps:
+        paras.append(_checkpatch_summary(cps))
+    return paras
+
+
+def _checkpatch_summary(cps):
+    ne = sum(len(c["ERROR"]) for _, c in cps)
+    nw = sum(len(c["WARNING"]) for _, c in cps)
+    checks = collections.Counter()
+    for _, c in cps:
+        for x in c["CHECK"]:
+            checks[x.split(":", 1)[0]] += 1
+    t = "checkpatch.pl --strict: %d errors, %d warnings, %d checks" % (
+        ne, nw, sum(checks.values()))
+    if checks:
+        t += ":\n" + "\n".join("  %s: %d" % kv for kv in sorted(checks.items()))
+    return t

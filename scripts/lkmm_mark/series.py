@@ -21,8 +21,7 @@ import textwrap
 from pathlib import Path
 
 from . import evidence, rewrite
-from .messages import ACTION_ORDER, ARTICLE, RULE_ORDER, SEED, TIERS, message, plural, \
-    short, subject, tier_of, wrap
+from .messages import ACTION_ORDER, TIERS, cover_text, message, subject, tier_of
 from .rewrite import load_comments, select_sites
 from .tree import UserError, cache_dir, log, kernel_version, installed_version, \
     PACKAGE, PACKAGE_VERSION, ensure_tree, require_tools
@@ -237,8 +236,9 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
         cover = pats[0].read_text()
         cover = cover.replace("*** SUBJECT HERE ***",
                               "btrfs: access shared fields according to ACCESS_ONCE policies")
+        base = "Linux %s" % kv + (" (Debian %s %s)" % (PACKAGE, pv) if pv else "")
         cover = cover.replace("*** BLURB HERE ***",
-                              cover_text(plan, groups, skipped, cps, kv, pv, sites, applied, texts))
+                              cover_text(plan, groups, skipped, cps, base, texts))
         pats[0].write_text(cover)
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -249,96 +249,6 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
         return groups, skipped, cps, [out / p.name for p in pats]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def cover_text(plan, groups, skipped, cps, kv, pv, sites, applied, texts):
-    base = "Linux %s" % kv
-    if pv:
-        base += " (Debian %s %s)" % (PACKAGE, pv)
-    acts = collections.Counter()
-    rules = collections.Counter()
-    for g in groups:
-        for s in g["sites"]:
-            if s["rule"] != "owner-read":
-                acts[s["action"]] += 1
-                rules[s["rule"]] += 1
-    nsites = sum(acts.values())
-    paras = []
-    paras.append(wrap(
-        "This series marks the plain accesses to shared fields of fs/btrfs "
-        "that race, as the access-marking policies of the Linux kernel memory "
-        "model ask (%s), following the locked/unlocked rules of %s." % (ARTICLE, SEED)))
-    paras.append("Base: %s, fs/btrfs.\nThe patches apply with git am, in order." % base)
-    paras.append(wrap(
-        "Each patch covers one field, or the fields of one struct protected by "
-        "the same lock, and names the racing pair behind each kind of hunk: a "
-        "store and a load (or two stores) of the field that can run at the "
-        "same time, with their functions and contexts, computed from the "
-        "code: the locks and pseudo-locks held at each access and by every "
-        "caller, and the declared protocols (exclusive operations, the "
-        "transaction's writers, state guards, life-cycle orders). A site "
-        "whose only evidence is a lockset is not in the series."))
-    tiers = collections.Counter(tier_of(g) for g in groups)
-    cand = sum(1 for s in plan["sites"] if s["rule"] == "lockset-only" and not s["test_code"])
-    paras.append(wrap(
-        "Tiers: %d patches are confirmed (KCSAN saw one of their races on the "
-        "pristine kernel; their messages quote the report), %d are paired (the "
-        "analysis shows a racing pair). They come in that order, so the head "
-        "of the series can be taken alone. %d lockset-only candidates are left "
-        "out (lkmm-mark report --tier lockset-only)." % (
-            tiers["confirmed"], tiers["paired"], cand)))
-    paras.append(wrap(
-        "Review every hunk: the analysis has known false-positive classes "
-        "(protocols it has no fact for, paths it cannot tell apart, different "
-        "objects of one type); lkmm-mark's hand review lists them."))
-    tl = ["%d patches, %d sites:" % (len(groups), nsites)]
-    for a in ACTION_ORDER:
-        if acts[a]:
-            tl.append("  %-11s %d" % (a, acts[a]))
-    tl.append("")
-    tl.append("Per rule:")
-    for r in RULE_ORDER:
-        if rules[r]:
-            tl.append(wrap("  %-19s %4d  %s" % (r, rules[r], texts.get(r, "")),
-                            indent=" " * 27))
-    paras.append("\n".join(tl))
-    lost = sorted((x["file"], x["line"], x["column"], x["struct"], x["field"])
-                  for x in plan["sites"] if x["rule"] == "lost-update" and not x["test_code"])
-    if lost:
-        paras.append(wrap(
-            "Not in the series, for a human: read-modify-writes made without "
-            "the lock that every other write of the field holds. An update "
-            "made beside one under the lock is lost; that needs the lock, "
-            "READ_ONCE()/WRITE_ONCE() would not fix it:") + "\n" + "\n".join(
-            "  %s:%d:%d %s.%s" % (short(f), l, c, st, fl) for f, l, c, st, fl in lost))
-    na = plan.get("not_analysed", [])
-    if na:
-        paras.append("Functions not analysed:\n" + "\n".join(
-            wrap("  %s:%d %s(): %s" % (short(x["file"]), x["line"], x["function"],
-                                       x.get("reason", "?")), indent="    ") for x in na))
-    if skipped:
-        sk = sorted(skipped.items())
-        paras.append("Planned sites not rewritten (left for a human):\n" + "\n".join(
-            wrap("  %s:%d:%d: %s" % (short(k[0]), k[1], k[2], why), indent="    ")
-            for k, why in sk))
-    if cps:
-        ne = sum(len(c["ERROR"]) for _, c in cps)
-        nw = sum(len(c["WARNING"]) for _, c in cps)
-        checks = collections.Counter()
-        for _, c in cps:
-            for x in c["CHECK"]:
-                checks[x.split(":", 1)[0]] += 1
-        t = "checkpatch.pl --strict: %d errors, %d warnings, %d checks" % (
-            ne, nw, sum(checks.values()))
-        if checks:
-            t += ":\n" + "\n".join("  %s: %d" % kv_ for kv_ in sorted(checks.items()))
-        paras.append(t)
-    paras.append(
-        "Reproduce with lkmm-mark:\n"
-        "  scripts/lkmm-mark series        # writes patches/\n"
-        "  scripts/lkmm-mark report        # the same sites, one line each\n"
-        "  scripts/lkmm-mark plan --json plan.json   # every verdict, why")
-    return "\n\n".join(paras)
 
 
 def summary_lines(groups):
