@@ -94,12 +94,9 @@ class Pairs:
         if a.rule not in ("locked-read", "assertion-read") or a.kind != "read":
             return
         info = self.fields.get("%s.%s" % (a.struct, a.field)) or {}
-        lk = info.get("lock")
-        if a.rule == "locked-read" and (info.get("owner") or not (
-                info.get("share") and info["share"][0] < info["share"][1])):
-            # policy 3: an owner's stores without the lock leave the
-            # reads under it plain (the seed commit's blocking_writers)
-            return
+        share = info.get("share")
+        if a.rule == "locked-read" and not (share and share[0] < share[1]):
+            return              # every store holds the lock: nothing races
         b = self._racing_store(a, cands)
         if b is None:
             return
@@ -109,7 +106,9 @@ class Pairs:
         self._paired(a, b)
 
     def _racing_store(self, a, cands):
-        """A store racing with a, made without the lock of a's field."""
+        """A store racing with a, made without the lock of a's field.  An
+        owner's stores without the lock leave the reads under it plain
+        (policy 3: the seed commit's blocking_writers)."""
         info = self.fields.get("%s.%s" % (a.struct, a.field)) or {}
         lk = info.get("lock")
         if not lk or info.get("owner"):
