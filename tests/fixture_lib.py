@@ -44,12 +44,15 @@ def make_policies(fixture, tmp, own_text=None):
     return pdir
 
 
-def analyse_fixture(fixture, policies=None):
+def analyse_fixture(fixture, policies=None, tweak=None):
     """policies: the text of a subsystem policy file to use instead of the
-    fixture's own policies.json."""
+    fixture's own policies.json; tweak: a function given the loaded
+    policies before the analysis (to take a kernel.json fact away)."""
     with tempfile.TemporaryDirectory(prefix="lkmm-fx-") as tmp:
         tree = make_tree(fixture, tmp)
         P = policy_mod.load(make_policies(fixture, tmp, policies))
+        if tweak is not None:
+            tweak(P)
         recs, _ = facts_mod.run(str(tree), TARGET, 1, use_cache=False)
         files = facts_mod.source_files(str(tree), TARGET)
         A = Analysis(str(tree), TARGET, recs, P, files).run()

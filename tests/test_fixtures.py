@@ -125,9 +125,39 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertEqual(without[("log_commit", "transid")], "WRITE_ONCE")
         self.assertNotIn(("log_commit", "transid"), self.marks("instance_roles"))
 
+    def test_teardown_keeps_pairs_apart(self):
+        """policies/ 'teardown_ops': a store made only in ->evict_inode on
+        the object it is given races with no live access."""
+        A = analyse_fixture(FIXTURES / "counterpart_choice")
+        ev = [a for a in A.accesses if a.fn == "obj_evict" and a.field == "state"][0]
+        self.assertEqual((ev.action, ev.tier), ("none", "lockset-only"))
+        self.assertIn("teardown", ev.reason)
+
+        def untorn(P):
+            P.teardown_ops = set()
+        A = analyse_fixture(FIXTURES / "counterpart_choice", tweak=untorn)
+        ev = [a for a in A.accesses if a.fn == "obj_evict" and a.field == "state"][0]
+        self.assertEqual(ev.action, "WRITE_ONCE")
+        st = [a for a in A.accesses if a.fn == "obj_stat" and a.field == "state"][0]
+        self.assertEqual(st.pair.fn, "obj_evict")     # first in file order
+
+    def test_named_counterpart_is_the_strongest(self):
+        """A load in a WARN_ON() and a load after a wait that has seen the
+        value are weaker counterparts than a plain use, though they come
+        first; the contexts named are those of the racing pair."""
+        A = analyse_fixture(FIXTURES / "counterpart_choice")
+        st = [a for a in A.accesses if a.fn == "obj_set" and a.field == "level"][0]
+        self.assertEqual(st.pair.fn, "obj_use")
+        self.assertEqual(st.contexts, ("obj_set() as ->set (choice.c:116)",
+                                       "obj_use() as ->use (choice.c:115)"))
+        dn = [a for a in A.accesses if a.fn == "obj_done" and a.field == "level"][0]
+        self.assertTrue(dn.contexts[0].startswith("obj_wait() as ->wait"), dn.contexts)
+        self.assertTrue(dn.contexts[0].endswith("-> obj_done()"), dn.contexts)
+
     def test_every_paired_site_names_a_counterpart_and_two_contexts(self):
         for name in ("racing_pairs", "config_guard", "state_guard", "exclusive_ops",
-                     "writers_drain", "macro_accessors", "instance_roles"):
+                     "writers_drain", "macro_accessors", "instance_roles",
+                     "counterpart_choice"):
             A = analyse_fixture(FIXTURES / name)
             for a in A.accesses:
                 if a.action == "none":

@@ -72,6 +72,7 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, Callers, Esca
         self._ftypes = {}               # accesses.py
         self._ppcache = {}              # callers.py
         self._ctxmemo = {}
+        self._ctxchain = {}
         self._stackunl_cache = {}       # detach.py
         self._unpubcache = {}           # unpublished.py
         self._zhcache = {}              # exclusions.py

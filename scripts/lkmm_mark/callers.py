@@ -206,7 +206,7 @@ class Callers:
         visiting.add(key)
         own = set(self.entry.get(key, {}))
         clocks = list(self.P.container_locks.values())
-        out = set()
+        out = {}
         for (caller, st, k) in sites:
             base = set(st.held)
             ck = (caller.file, caller.name)
@@ -220,28 +220,41 @@ class Callers:
                         for m in (lk, lk + ":r"):
                             if m in h:
                                 h.add(cl["name"] + m[len(lk):])
-                out.add(frozenset(h))
+                # the call chain of this context, first found (pairs.py
+                # names the contexts that race, not the nearest entry)
+                out.setdefault(frozenset(h), self.context_chain(ck, c) + (fn.name,))
             if len(out) > self._CTX_MAX:
                 break
         visiting.discard(key)
         res = sorted(out, key=sorted) if len(out) <= self._CTX_MAX else None
         if _visiting is None or res is not None:
             memo[key] = res
+            for h in res or ():
+                self._ctxchain[(key, h)] = out[h]
         return res
 
-    def _locksets(self, a):
-        """The locksets of access a, one per calling context of its
-        function (its own locks at a with each context's), or just the
-        locks it holds when the contexts are not known."""
+    def context_chain(self, key, lockset):
+        """The call chain (function names, outermost first) of the calling
+        context of function key that has lockset (caller_contexts())."""
+        return getattr(self, "_ctxchain", {}).get((key, lockset), (key[1],))
+
+    def lockset_chains(self, a):
+        """_locksets(a), each with the call chain of its context."""
         key = (a.file, a.fn)
         ctxs = self.caller_contexts(key) if a.func is not None else None
         res = self.flows.get(key)
         st = res.at.get(a.tok) if res and a.tok is not None else None
         if not ctxs or st is None:
-            return [_own_guards(set(a.held), a.struct)]
+            return [(_own_guards(set(a.held), a.struct), (a.fn,))]
         local = set(st.held)
-        return [_own_guards(local | {n for n in c if n not in st.killed}, a.struct)
-                for c in ctxs]
+        return [(_own_guards(local | {n for n in c if n not in st.killed}, a.struct),
+                 self.context_chain(key, c)) for c in ctxs]
+
+    def _locksets(self, a):
+        """The locksets of access a, one per calling context of its
+        function (its own locks at a with each context's), or just the
+        locks it holds when the contexts are not known."""
+        return [x for x, _ in self.lockset_chains(a)]
 
     def racing_contexts(self, a, b):
         """How many pairs of calling contexts of accesses a and b share no
@@ -250,6 +263,25 @@ class Callers:
         xs, ys = self._locksets(a), self._locksets(b)
         racing = sum(1 for x in xs for y in ys if _excluding(x, y) is None)
         return racing, len(xs) * len(ys)
+
+    def racing_chains(self, a, b):
+        """The call chains of a pair of calling contexts of a and b that
+        share no excluding lock (the first, outermost entry first), or
+        None."""
+        first = None
+        for x, cx in self.lockset_chains(a):
+            for y, cy in self.lockset_chains(b):
+                if _excluding(x, y) is None:
+                    if not self.teardown_chain(cx) and not self.teardown_chain(cy):
+                        return cx, cy
+                    first = first or (cx, cy)
+        return first
+
+    def teardown_chain(self, chain):
+        """The chain starts in a teardown method (policies/ 'teardown_ops'):
+        a context no reference holder runs beside."""
+        head = self.context_of(chain[0]).split("(", 1)[0]
+        return self._is_teardown(head)
 
     def _ctx_excluded(self, r, writes, common):
         """Every calling context of read r shares a lock with every calling

@@ -68,10 +68,14 @@ class Contexts:
         entries = self.entry_points()
         prev = {name: None}
         todo = collections.deque([name])
-        found = None
+        found = fallback = None
         while todo and found is None:
             x = todo.popleft()
             callers = self._callers_of(x)
+            if x in entries and x != name and self._is_teardown(x):
+                # a live context names the race better than a teardown
+                fallback = fallback or x
+                continue
             if x in entries or not callers:
                 found = x
                 break
@@ -79,8 +83,32 @@ class Contexts:
                 if y not in prev:
                     prev[y] = x
                     todo.append(y)
+        found = found or fallback
         memo[name] = _describe(found, prev, entries) if found else "%s()" % name
         return memo[name]
+
+    def _is_teardown(self, entry):
+        """entry is a teardown method (policies/ 'teardown_ops')."""
+        how = self.entry_points().get(entry, ("", ""))[1]
+        return any(how.startswith("->%s " % m) for m in self.P.teardown_ops)
+
+    def describe_chain(self, chain):
+        """A calling context as one phrase: the nearest entry point above
+        the chain's outermost function, then the chain ('x() as ->m
+        (file:line) -> f() -> ... -> g()'), the middle elided past four."""
+        head = self.context_of(chain[0])
+        below = (head.rsplit(" -> ", 1)[-1] if " -> " in head else head).split("(", 1)[0]
+        if below == chain[0]:
+            rest = list(chain[1:])
+        elif below in self._callers_of(chain[0]):
+            rest = list(chain)
+        else:
+            rest = ["..."] + list(chain)      # the path from head is longer
+        if len(rest) > 4:
+            rest = rest[:1] + ["..."] + rest[-2:]
+            if rest[0] == "...":
+                rest = rest[1:]
+        return " -> ".join([head] + ["%s()" % f if f != "..." else f for f in rest])
 
     def roots_of(self, name, limit=64):
         """The entry points the call graph reaches name from (None when

@@ -43,7 +43,7 @@ NAMES = {
     "handlers": [("functions", "id"), ("fields", "field")],
     "contexts": [("call", "id")],
     "exceptions": [("file", "file"), ("field", "field")],
-    "atomic_bitops": [("name", "id")], "wait_macros": [("", "id")],
+    "atomic_bitops": [("name", "id")], "wait_macros": [("", "id")], "teardown_ops": [("", "id")],
     "non_retaining_functions": [("", "id")], "publish_functions": [("name", "id")],
     "unlink_functions": [("", "id")], "sync_callers": [("", "id")],
     "non_calling_macros": [("", "id")], "link_removal_functions": [("", "id")],

@@ -82,7 +82,9 @@ class Pairs:
 
     def _paired(self, a, b):
         a.tier, a.pair = PAIRED, b
-        a.contexts = (self.context_of(a.fn), self.context_of(b.fn))
+        chains = self.racing_chains(a, b)
+        a.contexts = (self.describe_chain(chains[0]), self.describe_chain(chains[1])) \
+            if chains else (self.context_of(a.fn), self.context_of(b.fn))
         a.reason = self._pair_reason(a, b)
 
     def _second_look(self, a, cands):
@@ -116,13 +118,12 @@ class Pairs:
         stores = [b for b in cands if b is not a and is_store(b) and lk not in b.held]
         return self._counterpart(a, stores)[0]
 
-    def _counterpart(self, a, cands, best_of=8):
+    def _counterpart(self, a, cands, best_of=16):
         """An access of cands that may race with a, and a Counter of why
         the others cannot.  Candidates come in order of preference (stores
         for a load; loads, then stores, for a store; other functions
-        first); of the first best_of that race, the one that races in the
-        largest share of its calling contexts is named (not a cleanup
-        path that races in one context of many)."""
+        first); of the first best_of that race, the strongest evidence is
+        named (_strength())."""
         a_store = is_store(a)
         order = sorted((b for b in cands if b is not a and (a_store or is_store(b))),
                        key=lambda b: (not is_store(b) if not a_store else is_store(b),
@@ -141,11 +142,46 @@ class Pairs:
             return None, why
         if len(racing) == 1:
             return racing[0], why
+        return min(racing, key=lambda b: self._strength(a, b) + (racing.index(b),)), why
 
-        def share(b):
-            n, total = self.racing_contexts(a, b)
-            return n / total if total else 0.0
-        return max(racing, key=lambda b: (share(b), -racing.index(b))), why
+    def _strength(self, a, b):
+        """How weak b is as the counterpart of a (a sort key, smaller is
+        stronger): an assertion or a message is weaker than a use; a load
+        after a wait that has seen the field's final value is weaker than
+        the wait's own reads; a pair whose racing contexts include a
+        teardown (policies/ 'teardown_ops') is weaker than two live ones;
+        then the counterpart that races in the larger share of its calling
+        contexts (not a cleanup path that races in one context of many)."""
+        diag = any(c in self.P.assertions or c in self.P.diag_calls for c in (b.ctx or ()))
+        chains = self.racing_chains(a, b)
+        teardown = not chains or any(self.teardown_chain(c) for c in chains)
+        n, total = self.racing_contexts(a, b)
+        return (diag, self._after_wait(b), teardown, -(n / total if total else 0.0))
+
+    def _after_wait(self, b):
+        """Load b comes after a wait macro in its function whose condition
+        reads the same field (itself, or through a function it calls)."""
+        if is_store(b) or b.func is None or b.tok is None:
+            return False
+        toks = self.src.toks.get(b.file)
+        readers = self.__dict__.setdefault("_fieldreaders", {})
+        key = (b.struct, b.field)
+        if key not in readers:
+            readers[key] = {x.fn for x in self.accesses
+                            if (x.struct, x.field) == key and not is_store(x)}
+        for j in range(b.func.body_start, b.tok):
+            if toks[j].text in self.P.wait_macros and toks[j + 1].text == "(":
+                depth, k = 0, j + 1
+                while k < b.tok:
+                    t = toks[k].text
+                    depth += (t == "(") - (t == ")")
+                    if depth == 0:
+                        break
+                    if (t == b.field and toks[k - 1].text in ("->", ".")) or \
+                            (t in readers[key] and toks[k + 1].text == "("):
+                        return True
+                    k += 1
+        return False
 
     def _apart(self, a, b):
         """What keeps a and b apart ('locks', 'order', 'owner', 'thread',
@@ -158,9 +194,61 @@ class Pairs:
             return "instance"
         if self.same_thread(a, b):
             return "thread"
+        if self.torn_down(a) or self.torn_down(b):
+            return "teardown"
         if self._pair_excluded(b, a):
             return "locks"
         return None
+
+    # -------------------------------------------------------- teardown
+    def torn_down(self, a):
+        """Access a is reached only from teardown methods (policies/
+        'teardown_ops': ->evict_inode ...) and its struct is the one the
+        method tears down (a parameter's, or the struct a container
+        accessor finds around it): no other task holds a reference to the
+        object then, and the teardown's own accesses come one after the
+        other."""
+        memo = self.__dict__.setdefault("_tdmemo", {})
+        key = (a.fn, a.struct)
+        if key not in memo:
+            memo[key] = self._torn_down(a.fn, a.struct)
+        return memo[key]
+
+    def _torn_down(self, name, struct):
+        if not self.P.teardown_ops:
+            return False
+        roots = self.roots_of(name)
+        entries = self.entry_points()
+        if not roots:
+            return False
+        for r in roots:
+            how = entries.get(r, ("", ""))[1]
+            if not any(how.startswith("->%s " % m) for m in self.P.teardown_ops):
+                return False
+            if struct not in self._torn_structs(r):
+                return False
+        return True
+
+    def _torn_structs(self, name):
+        """The structs of name's parameters, and those a container
+        accessor (policies/) finds around them."""
+        out = set()
+        for fn in self.src.by_name.get(name, ()):
+            types = self._decl_types(fn)
+            for p in self.params(fn):
+                if p and types.get(p):
+                    out.add(types[p])
+        for acc, st in self.P.container_accessors.items():
+            out.add(st) if any(self._container_of_param(fn, acc)
+                               for fn in self.src.by_name.get(name, ())) else None
+        return out
+
+    def _container_of_param(self, fn, acc):
+        """fn calls container accessor acc on one of its parameters."""
+        toks = self.src.toks[fn.file]
+        ps = set(p for p in self.params(fn) if p)
+        return any(toks[j].text == acc and toks[j + 1].text == "(" and toks[j + 2].text in ps
+                   for j in range(fn.body_start, fn.body_end))
 
     # ------------------------------------------------------- instances
     def other_instance(self, a, b):
@@ -196,7 +284,34 @@ class Pairs:
             if toks[k - 1].text != "->" or a.func is None:
                 return None
             return self._alias_object(a.file, a.func, toks[k - 2].text)
+        if toks[k - 1].text == "->" and a.func is not None:
+            o = self._assigned_object(a.file, a.func, k - 1)
+            if o is not None:
+                return o
         return self._member_object(a.file, toks, k - 1, embedded=toks[k - 1].text == ".")
+
+    def _assigned_object(self, file, func, end):
+        """The object of 'x->p->f' when the statement just before, in the
+        same block, stores '&y->m' (an embedded member) into x->p:
+        'trans->block_rsv = &pending->block_rsv; ... trans->block_rsv->f'."""
+        from .csrc import base_start
+        toks = self.src.toks[file]
+        b0 = base_start(toks, end)
+        if b0 is None:
+            return None
+        base = [t.text for t in toks[b0:end]]
+        j = b0 - 1
+        while j > func.body_start and toks[j].text not in ("{", "}"):
+            if toks[j].text == "=" and [t.text for t in toks[j - len(base):j]] == base and \
+                    toks[j - len(base) - 1].text in (";", "{", "}") and toks[j + 1].text == "&":
+                e = j + 2
+                while toks[e].text not in (";", ","):
+                    e += 1
+                if e - j >= 5 and toks[e - 2].text in ("->", "."):
+                    return self._member_object(file, toks, e, embedded=True)
+                return None
+            j -= 1
+        return None
 
     def _member_object(self, file, toks, end, embedded):
         """The object the member expression ending before toks[end] names."""
@@ -286,7 +401,7 @@ def _locks_text(a):
 
 _KEPT = {"locks": "a common lock or protocol", "order": "a declared life-cycle order",
          "owner": "the owning task", "thread": "one kernel thread",
-         "instance": "another object"}
+         "instance": "another object", "teardown": "the object's teardown"}
 
 
 def _kept_text(why):

@@ -15,7 +15,7 @@ SCHEMA = {
     "diagnostic_prefixes": list, "marking_macros": list, "allocators": list,
     "freers": list, "lifecycle_functions": list, "lifecycle_patterns": list,
     "owners": list, "task_private": list, "handlers": list, "contexts": list, "exceptions": list,
-    "atomic_bitops": list, "wait_macros": list, "context_depth": int,
+    "atomic_bitops": list, "wait_macros": list, "teardown_ops": list, "context_depth": int,
     "policies": list, "rules": list, "subsystem": str, "_comment": str,
     "scalar_typedefs": list, "test_dirs": list, "non_retaining_functions": list,
     "publish_functions": list, "unlink_functions": list, "sync_callers": list,
@@ -53,6 +53,7 @@ class Policies:
         self.exceptions = []
         self.bitops = {}
         self.wait_macros = set()
+        self.teardown_ops = set()  # ops members that tear an object down (->evict_inode)
         self.context_depth = 1
         self.policies = []
         self.rules = {}
@@ -408,6 +409,7 @@ _LOADERS = {
     "exceptions": _listed("exceptions", ("field", "reason"), "exceptions"),
     "atomic_bitops": _arg_map("bitops", "atomic_bitops"),
     "wait_macros": _updated("wait_macros"),
+    "teardown_ops": _updated("teardown_ops"),
     "context_depth": _context_depth,
     "policies": _listed("policies", ("id", "text"), "policies"),
     "rules": _rules,
