@@ -128,6 +128,7 @@ class CliErrors(unittest.TestCase):
                 ('{"phases": [{"struct": "s", "before": ["f"], "after": ["g"]}]}',
                  "phases entry without 'reason'"),
                 ('{"phases": [1]}', "phases entry 1 is not an object"),
+                ('{"teardown_ops": "evict_inode"}', "teardown_ops"),
                 ('{"owners": ["a.b"]}', "owners entry \"a.b\" is not an object"),
                 ('{"guards": [{"reason": "r"}]}', "it needs either \"field\""),
                 ('{"guards": [{"field": "f", "reason": "r"}]}', "it needs either \"field\""),
