@@ -12,8 +12,8 @@
 /// Each report names the rule (locked-write, unlocked-write, unlocked-read,
 /// refetch-after-lock, diagnostic-read) and the evidence.
 ///
-// Confidence: Low (a hand review of flagged fs/btrfs sites is in
-//  tests/hand-review.md of lkmm-mark)
+// Confidence: Low (a hand review of the flagged sites of the default
+//  target is in tests/hand-review.md of lkmm-mark)
 // Copyright: (C) 2026 lkmm-mark authors.
 // Comments: Sites the policies leave plain (locked reads, owner reads,
 //  initialisation, private objects) are not reported; see the plan.

@@ -13,7 +13,8 @@
 /// per spatch worker, so --jobs is safe).
 ///
 // Confidence: High
-// Options: --include-headers -I fs/btrfs -I include
+// Options: --include-headers -I include
+// (the driver, scripts/lkmm_mark/facts.py, adds -I and --dir of the target)
 // Keywords: READ_ONCE, WRITE_ONCE, data_race, LKMM
 
 @initialize:python@

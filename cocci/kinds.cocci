@@ -8,11 +8,12 @@
 /// same from the tokens around each access that cocci/facts.cocci
 /// reports: matching these patterns cost a third of the facts pass.
 /// tests/test_kinds.py runs this file over every fixture and over all of
-/// fs/btrfs and checks that both agree on every access.  It changes
+/// the default target and checks that both agree on every access.  It changes
 /// nothing; one JSON line per fact goes to $LKMM_FACTS_DIR/<pid>.jsonl.
 ///
 // Confidence: High
-// Options: --include-headers -I fs/btrfs -I include
+// Options: --include-headers -I include
+// (the driver, scripts/lkmm_mark/facts.py, adds -I and --dir of the target)
 // Keywords: READ_ONCE, WRITE_ONCE, data_race, LKMM
 
 @initialize:python@
@@ -105,7 +106,7 @@ p << dr.p;
 lkmm_emit("marked", p, macro="data_race")
 
 // data_race(... E->f ...): inside a data_race() expression, not itself the
-// marked operand (e.g. data_race(args->start >= inode->disk_i_size)).
+// marked operand (e.g. data_race(args->start >= inode->i_size)).
 @dri@
 expression E;
 identifier f;

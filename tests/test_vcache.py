@@ -20,6 +20,7 @@ from pathlib import Path
 
 from vkernel_lib import SCRIPTS
 from lkmm_mark.initramfs import read_cpio
+from lkmm_mark.target import verify_spec
 from lkmm_mark.vtrees import tree_hash
 
 FAKE_MAKEFILE = """\
@@ -39,6 +40,10 @@ bzImage:
 \t@cp $(O)/.config $(O)/arch/x86/boot/bzImage
 \t@echo "end" >> "$$FAKE_LOG"
 """
+# what the fake build's bzImage holds: the fragments in merge order (base,
+# the target subsystem's from policies/, debug)
+MERGED_A = "CONFIG_TINY=y\nCONFIG_BASE=y\n" + verify_spec().kernel_config.read_text() + \
+    "CONFIG_DEBUG_A=y\n"
 FAKE_MERGE = """#!/bin/sh
 # merge_config.sh -m -O OUT OUT/.config FRAGMENT...
 out=$3; shift 4; cat "$@" >> "$out/.config"
@@ -204,7 +209,7 @@ class ConcurrentRuns(CacheTest):
         self.assertIn("kernel up to date (cached)", waited)
         self.assertEqual((self.tmp / "makes.log").read_text(), "start\nend\n")
         bz = (src / "o-base/arch/x86/boot/bzImage").read_text()
-        self.assertEqual(bz, "CONFIG_TINY=y\nCONFIG_BASE=y\nCONFIG_DEBUG_A=y\n")
+        self.assertEqual(bz, MERGED_A)
 
     def test_tree_copied_once(self):
         base = self.fake_base()
@@ -292,7 +297,7 @@ class KilledRuns(CacheTest):
         self.assertEqual(out, "RESULT False 1\n", err)
         self.assertNotIn("up to date", err)
         self.assertIn("configuring %s/o-base" % src, err)
-        self.assertEqual(bz.read_text(), "CONFIG_TINY=y\nCONFIG_BASE=y\nCONFIG_DEBUG_A=y\n")
+        self.assertEqual(bz.read_text(), MERGED_A)
         # the killed make did not run on after its run died
         log = (self.tmp / "makes.log").read_text()
         self.assertEqual(log, "start\nend\nstart\nstart\nend\n")
@@ -318,7 +323,7 @@ class KilledRuns(CacheTest):
         self.assertEqual(sorted(p.name for p in src2.iterdir()), ["Makefile", "o-base", "scripts"])
         self.assertEqual(len(list((src2 / "o-base").glob("obj*.o"))), 3000)
         self.assertEqual((src2 / "o-base/arch/x86/boot/bzImage").read_text(),
-                         "CONFIG_TINY=y\nCONFIG_BASE=y\nCONFIG_DEBUG_A=y\n")
+                         MERGED_A)
 
     def test_killed_patched_copy_is_redone(self):
         base = self.fake_base(nfiles=20)

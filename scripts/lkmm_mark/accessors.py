@@ -3,15 +3,15 @@
 sites.
 
 - An accessor macro reaches a field through a parameter:
-  '#define btrfs_test_opt(fs_info, opt) ((fs_info)->mount_opt & ...)'.
+  '#define foo_test_opt(fs, opt) ((fs)->mount_opt & ...)'.
   Each call is an access to that field of the argument's struct, of the
   kind the body makes (a load here).  A macro that updates a parameter
-  itself ('#define btrfs_set_opt(o, opt) ((o) |= ...)') makes the
+  itself ('#define foo_set_opt(o, opt) ((o) |= ...)') makes the
   argument's own access ('info->mount_opt') a read-modify-write.
 - A generator macro defines functions by pasting its argument into their
-  names ('BTRFS_DEVICE_GETSET_FUNCS(total_bytes)' defines
-  btrfs_device_get_total_bytes(dev), which returns dev->total_bytes, and
-  btrfs_device_set_total_bytes()).  Each call of a generated function is
+  names ('FOO_DEV_GETSET_FUNCS(total_bytes)' defines
+  foo_dev_get_total_bytes(dev), which returns dev->total_bytes, and
+  foo_dev_set_total_bytes()).  Each call of a generated function is
   an access at the call site.
 
 The call-site accesses are extra access facts (accesses.py builds them
@@ -83,7 +83,7 @@ class Accessors:
     def report_in_bodies(self):
         """One site per place in a body that some call marks (one place
         may serve several generated functions: every getter of
-        BTRFS_DEVICE_GETSET_FUNCS() returns 'dev->name'): the calls'
+        FOO_DEV_GETSET_FUNCS() returns 'dev->name'): the calls'
         action, rule and racing pair (the first marked call's), a reason
         that counts the calls; the calls get action none and the rule
         via-accessor.  An access spatch reported in the body itself

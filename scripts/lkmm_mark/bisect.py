@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Bisectability: after each patch of the series, fs/btrfs still builds.
+"""Bisectability: after each patch of the series, the target still builds.
 
 Uses the verification stage's pristine build (qemu-test config, W=1,
 ccache): a copy of the pristine tree gets the patches one at a time, and
-after each one `make fs/btrfs/` rebuilds exactly the objects whose sources
+after each one `make <target>/` rebuilds exactly the objects whose sources
 or headers changed (kbuild's dependency files).  The result is cached by
 the content hash of the patches.  The work directory and the result are
 one cache entry under one lock: a second bisect waits, then finds the
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .base import UserError
 from .cachelock import child_kwargs, locked, write_atomic
+from .target import verify_spec
 from .tree import ensure_tree
 from .vbuild import build_env, build_kernel, make_args, run_logged
 from .vcommon import ensure_host_tools, h, progress, vdir
@@ -32,12 +33,12 @@ def _cached(res_file, key):
 
 
 def _step(n, p, patches, work, pristine, out, env):
-    """Apply patch n and build fs/btrfs; (line, failed, stop)."""
+    """Apply patch n and build the target; (line, failed, stop)."""
     err = apply_patch(work, p, pristine)
     if err:
         return "%s FAIL does not apply" % p.name, True, True
     log = out / ("lkmm-bisect-%04d.log" % n)
-    rc, secs = run_logged(make_args(out, "fs/btrfs/"), log,
+    rc, secs = run_logged(make_args(out, verify_spec().target + "/"), log,
                           "bisect %d/%d" % (n, len(patches)), env)
     text = log.read_text(errors="replace")
     built = sum(1 for ln in text.splitlines() if ln.strip().startswith("CC "))
@@ -68,8 +69,9 @@ def _bisect(patches, pristine, b0, key, res_file):
         progress("bisect %d/%d %s" % (n, len(patches), line))
         if stop:
             break
-    lines.append("bisect: %d of %d patches build fs/btrfs on their own (%.0f s)"
-                 % (len(patches) - failed, len(patches), time.time() - t0))
+    lines.append("bisect: %d of %d patches build %s on their own (%.0f s)"
+                 % (len(patches) - failed, len(patches), verify_spec().target,
+                    time.time() - t0))
     write_atomic(res_file, key + "\n" + "\n".join(lines) + "\n")
     shutil.rmtree(work, ignore_errors=True)
     return lines, failed

@@ -159,7 +159,7 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kernel", help="bzImage (default: the cached pristine base kernel)")
     ap.add_argument("--mode", default="pass", choices=["pass", "fail", "crash", "hang"])
-    ap.add_argument("--stress-seconds", type=int, help="a stress run (raid1 btrfs disks)")
+    ap.add_argument("--stress-seconds", type=int, help="a stress run (the guest workload)")
     ap.add_argument("--smp", type=int, default=2)
     ap.add_argument("--timeout", type=int, default=300, help="without --stress-seconds")
     ap.add_argument("--kcsan", action="store_true", help="KCSAN reports are expected")

@@ -65,8 +65,8 @@ class Callers:
                 annot[key].setdefault(n, how)
         # the greatest fixed point: a function every caller of which is
         # entered with L is entered with L, also around recursion
-        # (btrfs_log_inode() and the helpers that log other inodes call
-        # each other inside one log transaction).  Calls that pass an
+        # (a function that logs an inode and the helpers that log other
+        # inodes call each other inside one log transaction).  Calls that pass an
         # object private to the caller do not count (_shared_sites()),
         # except for the states of guards.py, which hold whatever object
         # a caller passes.
@@ -179,7 +179,7 @@ class Callers:
         caller.  entry_locks() keeps what all of them share; a read that
         shares a lock with every context of every write (_ctx_excluded())
         races with no write even when no single lock is common to its
-        callers (the commit holds reloc_mutex around one call, the
+        callers (the commit holds one mutex around one call, the
         relocation task holds another lock around the others).  None when
         not known: an entry point, a recursive cycle, or more than
         _CTX_MAX contexts."""
@@ -290,10 +290,10 @@ class Callers:
         the cheap case, a lock of common (one every write holds: 'L', or
         'L!x' for one every write holds at least shared) in every context of
         r; then the pairs, for fields of at most 16 writes (they grow as the
-        product of the contexts).  The commit of a transaction calls
-        cache_save_setup() once from the one task that starts the dirty
-        block groups (under cache_write_mutex, holding a handle) and again
-        inside the critical section, which excludes every handle."""
+        product of the contexts).  The commit of a transaction calls a
+        cache setup function once from the one task that starts the dirty
+        block groups (under their writeout mutex, holding a handle) and
+        again inside the critical section, which excludes every handle."""
         rs = self._locksets(r)
         found = []
         for x in rs:
@@ -344,12 +344,12 @@ class Callers:
         NULL or weak: the function tests it, a caller passes NULL, or a
         caller passes such a parameter of its own that it does not test
         itself (fixed point; a function that tests its handle guards the
-        calls that need one: btrfs_search_slot() takes NULL for a read-only
-        search and COWs, with the handle, only when it has one), or a
-        handle from a weak source.  A function that dereferences the
-        parameter and never tests it relies on a handle: only a weak one
-        makes it maybe (btrfs_cow_block(): 'COWing must happen through a
-        running transaction')."""
+        calls that need one: a tree search takes NULL for a read-only
+        search and copies on write, with the handle, only when it has
+        one), or a handle from a weak source.  A function that
+        dereferences the parameter and never tests it relies on a handle:
+        only a weak one makes it maybe (a copy-on-write function: 'must
+        happen through a running transaction')."""
         c = getattr(self, "_nullp", None)
         if c is not None:
             return c
@@ -491,10 +491,10 @@ class Callers:
         # handlers that run at any time, relative to everything else (a
         # sysfs show handler): their own loads, and those of their direct
         # callees when the context says so ("callees": true; the VFS
-        # callbacks: btrfs_fileattr_get() reads the flags in
-        # btrfs_inode_flags_to_fsflags()).  The sysfs contexts do not: their
-        # handlers call shared helpers (btrfs_is_zoned() reads zone_size,
-        # set at mount), which would add nothing but false positives.
+        # callbacks: a ->fileattr_get method reads the flags in the helper
+        # that converts them).  The sysfs contexts do not: their handlers
+        # call shared helpers (a configuration predicate reads a size set
+        # at mount), which would add nothing but false positives.
         for fn in sorted(with_callees):
             for f2 in self.src.by_name.get(fn, []):
                 res = self.flows.get((f2.file, f2.name))
@@ -525,7 +525,7 @@ class Callers:
                 fn = self._ops_member_at(toks, i, ops) if t.text in ops else None
                 if fn is not None:
                     # '.member = fn' in an ops table the kernel calls through
-                    # (ops_contexts: '.getattr = btrfs_getattr')
+                    # (ops_contexts: '.getattr = foo_getattr')
                     c = ops[t.text]
                     roots.setdefault(fn, "%s (.%s at %s:%d)" % (c["context"], t.text,
                                                                  _short(f), t.line))

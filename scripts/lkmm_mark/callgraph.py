@@ -28,8 +28,8 @@ class CallGraph:
     def annotated_lockfns(self):
         """The declared lock wrappers (policies 'lock_functions') and the
         functions sparse annotations show to be ones: __acquires(x) alone
-        returns with x held (btrfs_lock_cluster() and the refill lock of
-        the cluster), __releases(x) alone returns with it released; both
+        returns with x held (foo_lock_cache() returning with the cache's
+        lock), __releases(x) alone returns with it released; both
         (a function that drops the lock and takes it again) change
         nothing for the caller."""
         out = dict(self.P.lockfns)
@@ -87,7 +87,7 @@ class CallGraph:
     def cond_params(self):
         """A conditionally kept lock handed on as a flag: after 'if (!v)
         up_read(L);' the caller passes v to f(), and f() tests its
-        parameter (__btrfs_map_block() -> find_live_mirror()).  When every
+        parameter (foo_map() -> foo_pick_mirror(..., v)).  When every
         call site passes such a flag in the same position, L is held in f()
         wherever that parameter is true: f()'s flow is run again with it."""
         for key, fn in self.src.funcs.items():
@@ -175,7 +175,7 @@ class CallGraph:
         self._ops_sites(ops, not_ops, addr_taken)
         # a function stored only in members of structs on its storers'
         # stacks runs only inside the calls those storers hand the struct
-        # to: 'wc.process_func = replay_one_buffer; walk_log_tree(.., &wc)'
+        # to: 'wc.process_func = foo_replay; foo_walk_tree(.., &wc)'
         for name, sites in self._stack_callbacks(addr_taken).items():
             addr_taken.discard(name)
             self.calls[name] = self.calls.get(name, []) + sites
@@ -228,9 +228,9 @@ class CallGraph:
         src = self.src
         # a function stored only in members of ops tables whose struct the
         # target defines runs only where the target calls those members:
-        # 'ctl->op->use_bitmap(...)' for '.use_bitmap = use_bitmap' in a
-        # 'struct btrfs_free_space_op' (no code outside the target knows
-        # the type).  Those member calls are its call sites.
+        # 'ctl->op->use_map(...)' for '.use_map = foo_use_map' in a
+        # 'struct foo_space_op' (no code outside the target knows the
+        # type).  Those member calls are its call sites.
         for name, members in ops.items():
             if name in not_ops:
                 continue

@@ -8,7 +8,8 @@ from .tree import UserError
 
 def _common(p):
     p.add_argument("--tree", help="kernel tree (default: cached Debian linux-source-6.1)")
-    p.add_argument("--target", default="fs/btrfs", help="directory to analyse (default fs/btrfs)")
+    p.add_argument("--target", default=None,
+                   help="directory to analyse (default: policies/policies.json's default_target)")
     p.add_argument("--policies", help="policies directory (default: the repository's policies/)")
     p.add_argument("--jobs", "-j", type=int, default=0, help="spatch workers (default: nproc)")
     p.add_argument("--no-cache", action="store_true", help="ignore cached facts")
@@ -32,7 +33,7 @@ def build_parser():
     _common(p)
     p.add_argument("--all", action="store_true", help="also list sites whose action is none")
     p.add_argument("--include-tests", action="store_true",
-                   help="report fs/btrfs/tests/ sites in the main list")
+                   help="report the target's test code (policies/ test_dirs) in the main list")
     p.add_argument("--tier", choices=("confirmed", "paired", "lockset-only"),
                    help="only the sites of one tier: 'confirmed' (KCSAN saw the race), "
                    "'paired' (a racing pair shown) or 'lockset-only' (candidates: a "
@@ -69,7 +70,7 @@ def build_parser():
     p.add_argument("--stress-seconds", type=int, default=None)
     p.add_argument("rest", nargs=argparse.REMAINDER)
 
-    p = sub.add_parser("bisect", help="build fs/btrfs after each patch of the series")
+    p = sub.add_parser("bisect", help="build the target after each patch of the series")
     p.add_argument("--tree")
     p.add_argument("--patches", default=None, help="series directory (default: patches/)")
 
@@ -89,13 +90,17 @@ def _plan_loader(tree):
     races to the series through the struct.fields of its sites."""
     import types
     from .commands import get_plan
-    return get_plan(types.SimpleNamespace(tree=str(tree), target="fs/btrfs", jobs=0,
+    from .target import default_target
+    return get_plan(types.SimpleNamespace(tree=str(tree), target=default_target(), jobs=0,
                                           no_cache=False, policies=None), tree)
 
 
 def main(argv):
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "target", "") is None:
+            from .target import default_target
+            args.target = default_target()
         if args.cmd == "provision":
             from .tree import ensure_tree
             print(ensure_tree(args.tree))

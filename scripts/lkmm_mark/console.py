@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """A guest's console log: the guest init's @@LKMM markers (steps, ops, DONE,
 stress seconds, KCSAN counters) and the kernel's splats (BUG, WARNING, Oops,
-panic, lockdep, hung tasks, btrfs errors, UBSAN, KCSAN), each with the 25
-lines that follow it; the splats matching an 'expected' pattern apart.
+panic, lockdep, hung tasks, the target subsystem's errors, UBSAN, KCSAN),
+each with the 25 lines that follow it; the splats matching an 'expected'
+pattern apart.
 
 Standalone: python3 -m lkmm_mark.console LOG [--kcsan] [--expect REGEX]...
 re-scans a saved console log (e.g. qemu-test/results/*-console.log[.gz]);
@@ -13,6 +14,8 @@ import collections
 import gzip
 import re
 import sys
+
+from .target import verify_spec
 
 MARK = "@@LKMM"
 
@@ -27,11 +30,18 @@ SPLAT_PATTERNS = [
                            r"suspicious RCU usage|INFO: lockdep")),
     ("hung", re.compile(r"INFO: task .* blocked for more than|soft lockup|rcu_sched self-detected"
                         r"|rcu: INFO: rcu_.* stall")),
-    ("btrfs", re.compile(r"BTRFS (?:critical|error|emergency|alert)")),
+    # here: the subsystem's own errors (splat_patterns())
     ("UBSAN", re.compile(r"UBSAN: ")),
 ]
 # the patterns of a KCSAN run: its reports are what it looks for
 KCSAN_EXPECTED = [r"BUG: KCSAN: "]
+
+
+def splat_patterns():
+    """SPLAT_PATTERNS with the target subsystem's error lines (verify.json's
+    console_errors, a splat named after the subsystem) before UBSAN's."""
+    spec = verify_spec()
+    return SPLAT_PATTERNS[:-1] + [(spec.subsystem, spec.console_errors)] + SPLAT_PATTERNS[-1:]
 
 
 class GuestResult:
@@ -80,10 +90,11 @@ def scan_console(text, expected=()):
     lines = text.splitlines()
     splats, unexpected = [], []
     exp = [re.compile(e) for e in expected]
+    patterns = splat_patterns()
     for i, line in enumerate(lines):
         if MARK in line:
             continue
-        for kind, rx in SPLAT_PATTERNS:
+        for kind, rx in patterns:
             if rx.search(line):
                 ctx = "\n".join(lines[i:i + 25])
                 splats.append((kind, line, ctx))

@@ -3,13 +3,13 @@
 which of them may run in parallel.
 
 An entry point is a function the code hands to someone else to call:
-a method of an ops table ('.fsync = btrfs_sync_file', 'bio->bi_end_io =
+a method of an ops table ('.fsync = foo_fsync', 'bio->bi_end_io =
 end_fn'), a function passed to a registration call (kthread_run(fn, ...),
-btrfs_init_work(&w, fn, ...), BTRFS_ATTR(..., show_fn)), or a function no
+foo_init_work(&w, fn, ...), FOO_ATTR(..., show_fn)), or a function no
 code of the target calls (called from outside it: module init, VFS).
 The contexts of a function are the entry points from which the call
 graph reaches it; each is named by the entry point and the function just
-below it on a shortest path ('->unlocked_ioctl: btrfs_ioctl_resize()').
+below it on a shortest path ('->unlocked_ioctl: foo_ioctl_resize()').
 
 May happen in parallel: any two contexts, a context with itself included
 (two tasks in one ioctl), except the one thread a kthread_run() starts:

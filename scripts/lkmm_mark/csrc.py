@@ -81,7 +81,8 @@ def tokenize(src):
                 lstart = m.start() + text.rfind("\n") + 1
             continue
         at_line_start = False
-        # 645 000 tokens of fs/btrfs spell 13 000 texts: one string each
+        # the 645 000 tokens of the default target spell 13 000 texts: one
+        # string each
         toks.append(Tok(kind, _intern(text), line, m.start() - lstart))
     return toks
 
@@ -92,8 +93,8 @@ _intern = sys.intern
 class TokIndex:
     """(line, col) -> index of the token there, for a token list in source
     order: a bisection over the packed positions, as .get() of a dict.
-    A dict of (line, col) tuples over fs/btrfs took 85 MB and 0.4 s to
-    build; these arrays take 5 MB and 0.1 s."""
+    A dict of (line, col) tuples over the default target took 85 MB and
+    0.4 s to build; these arrays take 5 MB and 0.1 s."""
     __slots__ = ("keys",)
 
     def __init__(self, toks):
@@ -523,7 +524,7 @@ def finish_structs(structs, typedefs):
 
 
 def struct_name(t):
-    """'struct btrfs_block_rsv' / 'struct btrfs_block_rsv *' -> 'btrfs_block_rsv'."""
+    """'struct foo_rsv' / 'const struct foo_rsv *' -> 'foo_rsv'."""
     if not t:
         return None
     t = t.replace("*", " ").split()

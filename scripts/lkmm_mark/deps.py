@@ -12,9 +12,11 @@ import shutil
 import subprocess
 
 from .base import UserError, log
+from .target import verify_spec
 
 # What each command needs: a program name (looked up in PATH) or an
-# absolute path, with its package.
+# absolute path, with its package.  VERIFY gets the programs of the target
+# subsystem's guest workload (policies/<subsystem>/verify.json) after busybox.
 ANALYSIS = [("spatch", "coccinelle"), ("python3", "python3")]
 SERIES = [("git", "git"), ("perl", "perl"), ("patch", "patch")]
 VERIFY = [
@@ -23,8 +25,8 @@ VERIFY = [
     ("qemu-system-x86_64", "qemu-system-x86"), ("perl", "perl"),
     ("/usr/include/libelf.h", "libelf-dev"), ("/usr/include/openssl/ssl.h", "libssl-dev"),
     ("/usr/lib/x86_64-linux-gnu/libc.a", "libc6-dev"),
-    ("/bin/busybox", "busybox-static"), ("/usr/bin/btrfs", "btrfs-progs"),
-    ("/usr/sbin/mkfs.btrfs", "btrfs-progs"), ("/usr/bin/stress-ng", "stress-ng"),
+    ("/bin/busybox", "busybox-static")] + verify_spec().host_tools + [
+    ("/usr/bin/stress-ng", "stress-ng"),
     ("/usr/bin/fio", "fio"), ("ldd", "libc-bin"), ("cpio", "cpio"),
     ("diff", "diffutils"), ("xz", "xz-utils"),
 ]

@@ -41,7 +41,7 @@ class Detach:
         on other lists, and other tasks hold references to it), nor
         'x = p->f; p->f = NULL;' (nothing says p->f was the only way to x).
         A call to a function that detaches its parameter so and keeps it
-        detached to its end (_detachers(): btrfs_delete_ref_head()) is an
+        detached to its end (_detachers(): foo_delete_head()) is an
         unlink of the argument.  Links are rb_nodes and the list members
         the target links as entries; a list head the object anchors is no
         way to it.  Before the unlink the object is shared as usual."""
@@ -104,7 +104,7 @@ class Detach:
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
         # a call to a function that detaches the object it is passed
-        # (btrfs_delete_ref_head(): rb_erase_cached() of the head's only
+        # (foo_delete_head(): rb_erase_cached() of the head's only
         # link under the locks it asserts) detaches the argument here
         for k in range(lo + 1, hi - 2):
             if toks[k].kind != "id" or toks[k + 1].text != "(" or toks[k - 1].text in (".", "->"):
@@ -185,9 +185,10 @@ class Detach:
     def _stack_unlinked(self, fn):
         """name -> (from, to, why), apart from _detached() (the same struct
         has its not-yet-published window there): a struct on fn's stack
-        that fn itself takes off its only list under a lock (btrfs_sync_log()'s
-        root_log_ctx).  Other tasks reached it only through that link and,
-        as it lives on this task's stack, hold no reference that outlives
+        that fn itself takes off its only list under a lock (a context a
+        sync function links for others to see, then unlinks).  Other
+        tasks reached it only through that link and, as it lives on this
+        task's stack, hold no reference that outlives
         their critical section; fn owns it again up to the end of the
         block that holds the unlink (a path that skipped it joins after),
         until it links it or hands its address anew.  Not when the unlink
@@ -264,7 +265,7 @@ class Detach:
         """name -> (from, to, why): an object the calling task owns (an
         owner parameter, _owned_params()) whose struct has one link, which
         fn asserts empty without holding a lock: 'ASSERT(list_empty(
-        &ticket->list))' in handle_reserve_ticket().  Other tasks reach
+        &ticket->list))' in a function handed its own ticket.  Other tasks reach
         such an object only through that link, under the lock that guards
         the list, and take it off in the same critical section as their
         last access (a stack object must be left alone once it is off the
@@ -457,7 +458,7 @@ class Detach:
             if st is None:
                 continue
             # a lock held here: taken in fn, or held on entry and released
-            # after the store ('head->extent_op = NULL; spin_unlock(...)')
+            # after the store ('head->op = NULL; spin_unlock(...)')
             taken = {n for (e, op, n) in res.events if op == "acquire" and e < k}
             if not any(x != "irqs-off" for x in st.held) and \
                     not any(op == "release" and e > k and n not in taken

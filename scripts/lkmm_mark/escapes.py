@@ -90,16 +90,16 @@ class Escapes:
             r = self._private_name(caller, toks[a + 1].text)
             if r is not None and r[1] == "alloc" and not r[0].startswith("detached"):
                 # &x of a pointer to a private object: the callee reaches
-                # that object through '*p' (btrfs_add_extent_mapping(...,
-                # &em, ...) on an em btrfs_get_extent() just allocated)
+                # that object through '*p' (foo_add_map(..., &m, ...) on
+                # an m foo_alloc_map() just returned)
                 return ("the address of '%s', which is %s" % (toks[a + 1].text, r[0]), "ptr")
             if r is None:
                 # a struct on the caller's stack before the first statement
                 # that may let another task reach it: the callee, which
                 # does not keep the address (else this call would be that
                 # statement), runs while it is still the caller's alone
-                # (btrfs_init_log_ctx(&ctx, inode) before the fsync links
-                # ctx into the root's log_ctxs)
+                # (foo_init_ctx(&ctx, inode) before the fsync links ctx
+                # into a list other tasks walk)
                 w = self._unpublished_stack_cut(caller).get(toks[a + 1].text)
                 if w is not None and w[0] < a < w[1]:
                     return ("'%s', a struct on %s()'s stack, %s" % (
@@ -110,8 +110,8 @@ class Escapes:
         if b - a == 4 and toks[a].text == "&" and toks[a + 1].kind == "id" and \
                 toks[a + 2].text in ("->", ".") and toks[a + 3].kind == "id":
             # &x->member / &x.member: a struct inside the private object
-            # x (init_delayed_ref_common(fs_info, &ref->node, ...) on a
-            # ref just allocated)
+            # x (foo_init_ref(fs, &ref->node, ...) on a ref just
+            # allocated)
             r = self._private_name(caller, toks[a + 1].text)
             if r is not None and (r[0] == "stack object") == (toks[a + 2].text == ".") and \
                     self._fresh_at(caller, toks[a + 1].text, a):
@@ -235,7 +235,7 @@ class Escapes:
                 toks[k - 5].text in (";", "{", "}") and \
                 csrc.struct_name(self._decl_types(fn).get(toks[k - 4].text) or "") in \
                 self.P.task_private:
-            # 'trans->block_rsv = &block_rsv': stored in an object that
+            # 'handle->rsv = &rsv': stored in an object that
             # belongs to this task (policies 'task_private'), so the
             # address stays with the task
             return False

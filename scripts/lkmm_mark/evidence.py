@@ -10,27 +10,34 @@ quotes the report, trimmed to its title, the two accesses and their top
 frames, as upstream data-race patches do.
 
 Reads the result files only; the plan's sites get "tier": "confirmed" and
-"kcsan": the report's key.
+"kcsan": the report's key.  An access counts where its source line is in
+the target (the plan's; the default one without).
 """
 import json
 import re
 from pathlib import Path
 
+from .target import default_target
+
 RESULTS = Path(__file__).resolve().parents[2] / "qemu-test" / "results"
-_LOC = re.compile(r"(fs/btrfs/[\w./-]+\.[ch])$")
 
 
-def _norm(path):
-    """'fs/btrfs/x.c' of a path from a report (absolute build paths too)."""
-    m = _LOC.search(path.replace("\\", "/"))
+def _loc(target):
+    return re.compile(r"(%s/[\w./-]+\.[ch])$" % re.escape(target.rstrip("/")))
+
+
+def _norm(path, target=None):
+    """'<target>/x.c' of a path from a report (absolute build paths too)."""
+    m = _loc(target or default_target()).search(path.replace("\\", "/"))
     return m.group(1) if m else None
 
 
-def pristine_reports(results=RESULTS):
-    """{key: report} of every distinct pristine report with a btrfs
-    access, keyed 'title' (the first result file, in name order, that
-    has it); each report gains "run": its file's name."""
+def pristine_reports(results=RESULTS, target=None):
+    """{key: report} of every distinct pristine report with an access in
+    the target, keyed 'title' (the first result file, in name order, that
+    has it); each report gains "run": its file's name, and "target"."""
     out = {}
+    target = target or default_target()
     for f in sorted(Path(results).glob("*.json")):
         try:
             d = json.loads(f.read_text())
@@ -39,19 +46,19 @@ def pristine_reports(results=RESULTS):
         for r in d.get("pristine") or []:
             if not isinstance(r, dict) or not r.get("accesses") or r["title"] in out:
                 continue
-            locs = [(_norm(p), ln) for a in r["accesses"] for p, ln in a.get("locs", ())]
+            locs = [(_norm(p, target), ln) for a in r["accesses"] for p, ln in a.get("locs", ())]
             if any(p for p, _ in locs):
-                out[r["title"]] = dict(r, run=f.name)
+                out[r["title"]] = dict(r, run=f.name, target=target)
     return out
 
 
-def by_location(reports):
-    """(file, line) -> [report key] of every btrfs access of the reports."""
+def by_location(reports, target=None):
+    """(file, line) -> [report key] of every access of the reports in the target."""
     idx = {}
     for key, r in sorted(reports.items()):
         for a in r["accesses"]:
             for p, ln in a.get("locs", ()):
-                p = _norm(p)
+                p = _norm(p, target)
                 if p:
                     idx.setdefault((p, ln), [])
                     if key not in idx[(p, ln)]:
@@ -62,8 +69,8 @@ def by_location(reports):
 def confirm(plan, results=RESULTS):
     """Sites of the plan that KCSAN saw racing: tier 'confirmed' and the
     report's key; returns the reports used."""
-    reports = pristine_reports(results)
-    idx = by_location(reports)
+    reports = pristine_reports(results, plan.get("target"))
+    idx = by_location(reports, plan.get("target"))
     used = {}
     for s in plan["sites"]:
         if s["action"] == "none" or s.get("tier") != "paired":
@@ -78,11 +85,13 @@ def confirm(plan, results=RESULTS):
 
 def trimmed(r, frames=3):
     """The report as a patch quotes it: title, each access with its place
-    and top frames, the result file."""
+    (in the report's target) and top frames, the result file."""
     lines = ["BUG: KCSAN: %s" % r["title"], ""]
+    target = (r.get("target") or default_target()).rstrip("/")
+    at = re.compile(r"%s/[\w./-]+\.[ch]:\d+" % re.escape(target))
     for a in r["accesses"][:2]:
         where = a.get("where", "?")
-        m = re.search(r"fs/btrfs/[\w./-]+\.[ch]:\d+", where.split(" (in ")[-1])
+        m = at.search(where.split(" (in ")[-1])
         lines.append("%s at %s:" % (a.get("type", "access"), m.group(0) if m else where))
         for fr in a.get("frames", [])[:frames]:
             lines.append(" %s" % fr)

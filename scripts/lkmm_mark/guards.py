@@ -3,11 +3,11 @@
 function, and each branch knows the state it tested (policies/ 'guards').
 
 Two kinds:
-- a configuration predicate, a call such as btrfs_is_zoned(fs_info): the
+- a configuration predicate, a call such as foo_is_zoned(fs): the
   configuration is fixed for the life of the mount, so a path that found
   it true never runs beside one that found it false;
 - a pointer field whose being set or NULL is a state of the protocol
-  (fs_info->running_transaction: no transaction is running; quota_root:
+  (fs->trans NULL: no transaction is running; fs->quota_ctl NULL:
   quotas are off), tested as 'x->f', '!x->f', 'x->f == NULL', or through
   a local assigned from it.  A load whose value is dereferenced without a
   test ('x->f->g', or 'v = x->f;' and then 'v->g') relies on the field
@@ -98,7 +98,7 @@ class Guards:
     def _call_spec(self, t, k, close, resolve):
         """The guard entry a call toks[k](...) (closing at close) is: one
         without an argument selector, or one whose argument reads its
-        field ('list_empty(&fs_info->trans_list)')."""
+        field ('list_empty(&fs->pending_list)')."""
         for spec in self.calls[t[k].text]:
             w = spec.get("when_mentions")
             if not w:

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """verify stage 'initramfs': the guest's root file system, a newc cpio.
 
-busybox-static, btrfs-progs, stress-ng, fio with their libraries, the
-qemu-test/guest/ init and lkstress (compiled static).  The image is named by
+busybox-static, stress-ng, fio and the target subsystem's programs with
+their libraries, the guest workload's init and lkstress (compiled static)
+from the directory policies/<subsystem>/verify.json names (qemu-test/guest/).  The image is named by
 the content key of all of it (<cache>/verify/initramfs/initramfs-KEY.cpio),
 written under a temporary name and renamed into place, under the entry's
 lock; a run that boots it holds it shared (older images are removed only by
@@ -18,9 +19,19 @@ import sys
 from pathlib import Path
 
 from .cachelock import child_kwargs, ensure
-from .vcommon import GUEST_DIR, BuildError, file_hash, h, progress, vdir
+from .target import verify_spec
+from .vcommon import BuildError, file_hash, h, progress, vdir
 
-GUEST_BINARIES = ["/usr/bin/btrfs", "/usr/sbin/mkfs.btrfs", "/usr/bin/stress-ng", "/usr/bin/fio"]
+# the subsystem's programs (verify.json's guest_binaries) come first
+GENERIC_BINARIES = ["/usr/bin/stress-ng", "/usr/bin/fio"]
+
+
+def guest_binaries():
+    return verify_spec().guest_binaries + GENERIC_BINARIES
+
+
+def guest_dir():
+    return verify_spec().guest_dir
 
 
 def _ldd(path):
@@ -123,9 +134,9 @@ def _write_image(tmp, lk, libs):
             c.dir(x)
         c.chardev("dev/console", 5, 1)
         c.chardev("dev/null", 1, 3)
-        c.file("init", (GUEST_DIR / "init").read_bytes())
+        c.file("init", (guest_dir() / "init").read_bytes())
         c.file("bin/lkstress", lk.read_bytes())
-        for b in GUEST_BINARIES:
+        for b in guest_binaries():
             c.file(b, Path(b).read_bytes())
         for lib in libs:
             c.file(lib, Path(os.path.realpath(lib)).read_bytes())
@@ -144,7 +155,7 @@ def _make(d, img, libs):
     progress("building initramfs %s" % img.name)
     lk = d / "lkstress"
     r = subprocess.run(["gcc", "-static", "-O2", "-pthread", "-Wall", "-o", str(lk),
-                        str(GUEST_DIR / "lkstress.c")], capture_output=True, text=True,
+                        str(guest_dir() / "lkstress.c")], capture_output=True, text=True,
                        **child_kwargs())
     if r.returncode != 0:
         raise BuildError("lkstress.c does not compile:\n" + r.stderr[-2000:])
@@ -157,9 +168,9 @@ def _make(d, img, libs):
 
 
 def build_initramfs():
-    guest_src = [GUEST_DIR / "init", GUEST_DIR / "lkstress.c"]
-    bins = GUEST_BINARIES + ["/bin/busybox"]
-    libs = sorted({lib for b in GUEST_BINARIES for lib in _ldd(b)})
+    guest_src = [guest_dir() / "init", guest_dir() / "lkstress.c"]
+    bins = guest_binaries() + ["/bin/busybox"]
+    libs = sorted({lib for b in guest_binaries() for lib in _ldd(b)})
     ident = [file_hash(guest_src)]
     for p in bins + libs:
         st = os.stat(p)

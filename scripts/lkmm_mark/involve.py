@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .base import UserError, log
 from .kcsan import FIELD_RE
+from .target import verify_spec
 from .vtrees import patched_files
 
 
@@ -114,8 +115,8 @@ def plan_fields(tree, old, plan_loader):
 
 
 def norm(f):
-    """fs/btrfs/x.c from the paths faddr2line prints (o-kcsan/../fs/btrfs/x.c)."""
-    i = f.find("fs/btrfs/")
+    """<target>/x.c from the paths faddr2line prints (o-kcsan/../<target>/x.c)."""
+    i = f.find(verify_spec().target + "/")
     return f[i:] if i >= 0 else f
 
 

@@ -1,8 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """KCSAN reports of a guest's console: parsed, resolved to source lines
 (scripts/faddr2line on the kernel's vmlinux), merged into distinct data
-races (btrfs ones flagged), and the comparison report of a KCSAN run
-(qemu-test/results/kcsan-*.txt) written from its results (the *.json).
+races (those in the target flagged), and the comparison report of a KCSAN
+run (qemu-test/results/kcsan-*.txt) written from its results (the *.json).
+
+A race of the target is flagged under the key named after its subsystem
+(policies/<subsystem>/, "in <subsystem>" in the report), one that has the
+target in a call stack under "via_<subsystem>"; a run records its target
+(the default target for runs saved before it did).
 
 Standalone: python3 -m lkmm_mark.kcsan FILE...
   a results file (*.json): prints its report again, as verify --kcsan wrote it;
@@ -19,6 +24,7 @@ from pathlib import Path
 
 from .console import read_log
 from .summary import table
+from .target import default_target, subsystem_of
 from .vdiag import norm_path
 
 KCSAN_SEP = re.compile(r"^={20,}\s*$")
@@ -76,9 +82,9 @@ def parse_kcsan(text):
     return reports
 
 
-def btrfs_functions(out):
-    """Text symbols of fs/btrfs (from its built-in.a)."""
-    a = out / "fs/btrfs/built-in.a"
+def target_functions(out, target):
+    """Text symbols of the target (from its built-in.a)."""
+    a = out / target / "built-in.a"
     if not a.exists():
         return set()
     r = subprocess.run(["nm", "--defined-only", str(a)], capture_output=True, text=True)
@@ -132,14 +138,17 @@ def _access(a, lines, src):
                 fields=afields, line=texts[0].strip() if texts else "")
 
 
-def _distinct(rep, lines, src, bfn):
+def _distinct(rep, lines, src, tfn, target):
     acc = [_access(a, lines, src) for a in rep["accesses"]]
-    # a btrfs race: an access whose own function (top frame) is in fs/btrfs,
-    # or whose source line (innermost or inlined-into) is
-    in_btrfs = any(a["frames"] and a["frames"][0] in bfn for a in rep["accesses"]) or \
-        any("fs/btrfs/" in a["where"] for a in acc) or "btrfs" in rep["title"]
-    via_btrfs = in_btrfs or any(f in bfn for a in rep["accesses"] for f in a["frames"])
-    return dict(title=rep["title"], btrfs=in_btrfs, via_btrfs=via_btrfs, count=1, accesses=acc,
+    sub = subsystem_of(target)
+    # a race of the target: an access whose own function (top frame) is in
+    # the target, or whose source line (innermost or inlined-into) is
+    inside = any(a["frames"] and a["frames"][0] in tfn for a in rep["accesses"]) or \
+        any(target + "/" in a["where"] for a in acc) or sub in rep["title"]
+    via = inside or any(f in tfn for a in rep["accesses"] for f in a["frames"])
+    d = dict(title=rep["title"])
+    d[sub], d["via_" + sub] = inside, via
+    return dict(d, count=1, accesses=acc,
                 fields=sorted({f for a in acc for f in a["fields"]}),
                 tops=[a["frames"][0] for a in rep["accesses"] if a["frames"]],
                 value=rep["value"],
@@ -148,9 +157,11 @@ def _distinct(rep, lines, src, bfn):
                 unknown_origin=[])
 
 
-def summarise_kcsan(reports, out, src, vmlinux):
-    """Distinct data-race reports with resolved lines and fields, btrfs ones flagged."""
-    bfn = btrfs_functions(out)
+def summarise_kcsan(reports, out, src, vmlinux, target=None):
+    """Distinct data-race reports with resolved lines and fields, those in
+    the target (the default one without) flagged."""
+    target = (target or default_target()).rstrip("/")
+    tfn = target_functions(out, target)
     raws = [r for rep in reports for a in rep["accesses"] for r in a["raw"][:1]]
     lines = resolve_lines(vmlinux, src, raws) if vmlinux.exists() else {}
     distinct = collections.OrderedDict()
@@ -160,7 +171,7 @@ def summarise_kcsan(reports, out, src, vmlinux):
         if rep["title"] in distinct:
             distinct[rep["title"]]["count"] += 1
         else:
-            distinct[rep["title"]] = _distinct(rep, lines, src, bfn)
+            distinct[rep["title"]] = _distinct(rep, lines, src, tfn, target)
     return merge_unknown_origin(list(distinct.values()))
 
 
@@ -221,7 +232,7 @@ def race_lines(d):
     return out
 
 
-def explain(d):
+def explain(d, sub):
     """Why a leftover race on the patched kernel involves the series."""
     plain = [a for a in d["accesses"] if "(marked)" not in a["type"]]
     if not plain:
@@ -229,17 +240,24 @@ def explain(d):
     if d.get("reordered"):
         return ("one access is \"(reordered)\" by KCSAN's weak-memory model: check with "
                 "faddr2line whether it moved past a release KCSAN does not see "
-                "(kernel/locking is not instrumented in the btrfs-only scope)")
+                "(kernel/locking is not instrumented in the %s-only scope)" % sub)
     return "%s; still plain: %s" % ("; ".join(d["involves"]), "; ".join(
         "%s in %s at %s" % (a["type"], a["frames"][0] if a["frames"] else "?", a["where"])
         for a in plain))
 
 
+def run_subsystem(run):
+    """The subsystem a run's races were flagged for (its target's)."""
+    return subsystem_of(run.get("target"))
+
+
 def groups(run):
     """The races of a run (results dict) by what the series does to them."""
-    def btrfs(name):
-        return [d for d in run.get(name) or [] if d["btrfs"]]
-    pb, qb = btrfs("pristine"), btrfs("patched")
+    sub = run_subsystem(run)
+
+    def inside(name):
+        return [d for d in run.get(name) or [] if d[sub]]
+    pb, qb = inside("pristine"), inside("patched")
     has_patched = run.get("patched") is not None
     qtitles = {d["title"] for d in qb}
     addressed = [d for d in pb if d["involves"]]
@@ -250,17 +268,18 @@ def groups(run):
 
 def _kernel_table(run, g):
     trows = []
+    sub = run_subsystem(run)
     for name in run["kernels"]:
         s, ops = run["summary"][name], run["ops"][name]
-        trows.append((name, s["reports"], s["distinct"], s["btrfs"],
-                      len([d for d in run[name] if d.get("via_btrfs")]),
+        trows.append((name, s["reports"], s["distinct"], s[sub],
+                      len([d for d in run[name] if d.get("via_" + sub)]),
                       len(g["left"]) if name == "patched" else len(g["addressed"]),
                       len(g["unaddressed"]) if name == "pristine" else "-",
                       "%d s" % s["qemu_seconds"], s["stress_seconds"] or "?",
                       (ops.get("write") or "?").split()[0],
                       s.get("kcsan_stats", {}).get("setup_watchpoints", "?")))
-    return table(trows, ["kernel", "reports", "distinct data races", "in btrfs",
-                         "btrfs in call stack", "involve the series",
+    return table(trows, ["kernel", "reports", "distinct data races", "in " + sub,
+                         sub + " in call stack", "involve the series",
                          "not addressed", "QEMU", "stress s", "files written",
                          "watchpoints"])
 
@@ -268,26 +287,26 @@ def _kernel_table(run, g):
 def report(run):
     """The text of a KCSAN run's report (results/kcsan-*.txt) from its results."""
     g = groups(run)
-    scope = run["scope"]
+    scope, sub = run["scope"], run_subsystem(run)
     lines = [_kernel_table(run, g),
              "KCSAN scope %s (flavour %s), guest profile %s, stress %d s per kernel, "
              "%d vCPUs, %s, kcsan params: %s" % (
-                 scope, "kcsan" if scope == "btrfs" else "kcsanall", run.get("profile", "full"),
+                 scope, "kcsanall" if scope == "all" else "kcsan", run.get("profile", "full"),
                  run["seconds"], run["smp"], run["accel"], run["params"] or "build defaults"),
              "series: %d patches, %d marked field names, %s changed lines"
              % (len(run["patches"]), len(run["marked_fields"]), run.get("changed_lines", "?"))]
     if g["left"]:
         lines.append("\nleftovers explained:")
         for d in g["left"]:
-            lines.append("  %s: %s" % (d["title"], explain(d)))
-    sections = [("all btrfs races on pristine", g["pb"]),
+            lines.append("  %s: %s" % (d["title"], explain(d, sub)))
+    sections = [("all %s races on pristine" % sub, g["pb"]),
                 ("seen on pristine, involve the series", g["addressed"]),
                 ("seen on pristine, not addressed by the series", g["unaddressed"])]
     if run.get("patched") is not None:
         sections[1:1] = [("leftover on patched (involve a marked field or changed line)",
                           g["left"]),
                          ("seen on pristine, involve the series, gone on patched", g["fixed"])]
-        sections.append(("all btrfs races on patched", g["qb"]))
+        sections.append(("all %s races on patched" % sub, g["qb"]))
     for title, lst in sections:
         lines.append("\n%s: %d" % (title, len(lst)))
         for d in lst:
@@ -299,9 +318,9 @@ def _console_summary(path, build):
     reps = parse_kcsan(read_log(path))
     out = Path(build) if build else Path("/nonexistent")
     summ = summarise_kcsan(reps, out, out.parent, out / "vmlinux")
-    bt = [d for d in summ if d["btrfs"]]
-    lines = ["%s: %d reports, %d distinct data races, %d in btrfs"
-             % (path, len(reps), len(summ), len(bt))]
+    sub = subsystem_of()
+    lines = ["%s: %d reports, %d distinct data races, %d in %s"
+             % (path, len(reps), len(summ), len([d for d in summ if d[sub]]), sub)]
     for d in summ:
         lines += race_lines(d)
     return "\n".join(lines)
@@ -312,7 +331,8 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="+", metavar="FILE")
     ap.add_argument("--build", metavar="O_DIR",
-                    help="the kernel build a console log is from (vmlinux, fs/btrfs)")
+                    help="the kernel build a console log is from (vmlinux, the target's "
+                    "built-in.a)")
     args = ap.parse_args(argv)
     for i, f in enumerate(args.files):
         if i:

@@ -17,7 +17,7 @@ cocci/kinds.cocci, which state it as patterns:
 
 Matching those patterns in spatch cost a third of the facts pass;
 tests/test_kinds.py runs cocci/kinds.cocci and checks that both give the
-same kinds on every fixture and on all of fs/btrfs.
+same kinds on every fixture and on all of the default target.
 """
 from . import csrc
 

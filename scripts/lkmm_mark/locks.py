@@ -432,7 +432,7 @@ class LockFlow:
         w = spec.get("when_field")
         if w:
             # only the calls whose argument w[0] is the field w[1]
-            # (atomic_inc(&fs_info->scrubs_running), not every atomic_inc())
+            # (atomic_inc(&fs->scans_running), not every atomic_inc())
             if w[0] >= len(args):
                 return None
             a, b = args[w[0]]
@@ -441,7 +441,7 @@ class LockFlow:
         w = spec.get("when_mentions")
         if w:
             # only the calls whose argument w[0] reads the field w[1]
-            # (wait_event(q, atomic_read(&t->num_writers) == 0))
+            # (wait_event(q, atomic_read(&t->nr_writers) == 0))
             if w[0] >= len(args) or not self._mentions(args[w[0]], w[1]):
                 return None
         if spec.get("lock"):
@@ -583,7 +583,7 @@ NO_GUARDS = _NoGuards()
 def group_lock(name, spec):
     """The name a lock taken in a group mode is held under: 'L{group}'.
 
-    A lock with group modes (btrfs's drew lock: any number of writers or
+    A lock with group modes (a drew lock: any number of writers or
     any number of readers, never both; a pause handshake: the pausers
     against the running workers) is held shared, under one name per
     group, so that every test made for shared locks stays right (two

@@ -17,13 +17,14 @@ import textwrap
 
 from .evidence import trimmed
 from .races import PHASE_TAG
+from .target import seed_citation, subsystem_of
 
 ARTICLE = ('"Calibrating your fear of big bad optimizing compilers" (LWN, '
            '2019-10-11, https://lwn.net/Articles/799218/)')
-# Cited by title and short id; checkpatch's "commit <id>" check needs a git
-# tree that has the commit, which the Debian source package is not.
-SEED = ('the btrfs patch "btrfs: access eb::blocking_writers according to '
-        'ACCESS_ONCE policies" (a4477988cfed, 2019)')
+# Cited by title and short id (policies/policies.json's "seed"); checkpatch's
+# "commit <id>" check needs a git tree that has the commit, which the Debian
+# source package is not.
+SEED = seed_citation()
 RULE_ORDER = ["locked-write", "unlocked-write", "unlocked-read", "racing-locked-read",
               "locked-read", "refetch-after-lock", "diagnostic-read", "owner-read"]
 ACTION_ORDER = ["READ_ONCE", "WRITE_ONCE", "data_race"]
@@ -39,8 +40,10 @@ def plural(n, w):
     return "%d %s%s" % (n, w, "" if n == 1 else ("es" if w.endswith("ss") else "s"))
 
 
-def short(f):
-    return f.split("/", 2)[2] if f.startswith("fs/btrfs/") else f
+def short(f, target):
+    """A file of the target relative to it."""
+    t = target.rstrip("/") + "/"
+    return f[len(t):] if f.startswith(t) else f
 
 
 def tier_of(g):
@@ -51,19 +54,19 @@ def tier_of(g):
 
 # ---------------------------------------------------------------- subject
 
-def subject(g):
-    st = g["struct"]
+def subject(g, target):
+    st, sub = g["struct"], subsystem_of(target)
     if g.get("parts"):
-        cands = ["btrfs: annotate data races around %s fields" % st,
-                 "btrfs: annotate racy accesses to %s" % st]
+        cands = ["%s: annotate data races around %s fields" % (sub, st),
+                 "%s: annotate racy accesses to %s" % (sub, st)]
     else:
         names = [n.split(".", 1)[1] for n in g["fields"]]
         one = "%s::%s" % (st, names[0]) if len(names) == 1 else \
             "%s::{%s}" % (st, ",".join(names))
-        cands = ["btrfs: annotate data races around %s" % one,
-                 "btrfs: annotate racy accesses to %s" % one,
-                 "btrfs: annotate data races around %s fields" % st,
-                 "btrfs: annotate racy %s fields" % st]
+        cands = ["%s: annotate data races around %s" % (sub, one),
+                 "%s: annotate racy accesses to %s" % (sub, one),
+                 "%s: annotate data races around %s fields" % (sub, st),
+                 "%s: annotate racy %s fields" % (sub, st)]
     for c in cands:
         if len(c) <= 75:
             return c
@@ -73,7 +76,7 @@ def subject(g):
 # ---------------------------------------------------------------- message
 
 def message(g, plan, texts, reports):
-    paras = [pair_paragraph(g, f, reports) for f in g["fields"]]
+    paras = [pair_paragraph(g, f, reports, plan["target"]) for f in g["fields"]]
     paras = [p for p in paras if p]
     paras.append(wrap(what_it_does(g, plan)))
     quoted = kcsan_quotes(g, reports)
@@ -86,7 +89,7 @@ def message(g, plan, texts, reports):
                           "right above the line)."))
     paras.append(rules_paragraph(g, plan, texts))
     paras.append(pairs_paragraph(g))
-    paras.append(sites_paragraph(g))
+    paras.append(sites_paragraph(g, plan["target"]))
     return "\n\n".join(paras)
 
 
@@ -107,7 +110,7 @@ def _representative(sites, field):
     return mine[0] if mine else None
 
 
-def pair_paragraph(g, field, reports):
+def pair_paragraph(g, field, reports, target):
     s = _representative(g["sites"], field)
     if s is None:
         return None
@@ -120,8 +123,8 @@ def pair_paragraph(g, field, reports):
              "access": other["access"]}
         ctx = [ctx[0], (other.get("contexts") or ["?"])[0]]
     name = field.replace(".", "::")
-    here = "%s() at %s:%d" % (s["function"], short(s["file"]), s["line"])
-    there = "%s() at %s:%d" % (c["function"], short(c["file"]), c["line"])
+    here = "%s() at %s:%d" % (s["function"], short(s["file"], target), s["line"])
+    there = "%s() at %s:%d" % (c["function"], short(c["file"], target), c["line"])
     verb = {"read": "loads", "write": "stores", "rmw": "updates"}
     if s["access"] == "read":
         text = "%s is changed by %s while %s loads it %s. The two run at the same " \
@@ -223,10 +226,10 @@ def pairs_paragraph(g, most=6):
         "every hunk):\n\n" + "\n".join(lines)
 
 
-def sites_paragraph(g):
+def sites_paragraph(g, target):
     per_fn = collections.OrderedDict()
     for s in g["sites"]:
-        k = (short(s["file"]), s["function"])
+        k = (short(s["file"], target), s["function"])
         per_fn.setdefault(k, collections.Counter())[
             "owner read, plain" if s["rule"] == "owner-read" else s["rule"]] += 1
     sl = []
@@ -253,10 +256,11 @@ def cover_intro(plan, groups, base):
     tiers = collections.Counter(tier_of(g) for g in groups)
     cand = sum(1 for s in plan["sites"] if s["rule"] == "lockset-only" and not s["test_code"])
     return [
-        wrap("This series marks the plain accesses to shared fields of fs/btrfs "
+        wrap("This series marks the plain accesses to shared fields of %s "
              "that race, as the access-marking policies of the Linux kernel memory "
-             "model ask (%s), following the locked/unlocked rules of %s." % (ARTICLE, SEED)),
-        "Base: %s, fs/btrfs.\nThe patches apply with git am, in order." % base,
+             "model ask (%s), following the locked/unlocked rules of %s."
+             % (plan["target"], ARTICLE, SEED)),
+        "Base: %s, %s.\nThe patches apply with git am, in order." % (base, plan["target"]),
         wrap("Each patch covers one field, or the fields of one struct protected by "
              "the same lock, and names the racing pair behind each kind of hunk: a "
              "store and a load (or two stores) of the field that can run at the "
@@ -294,7 +298,7 @@ def cover_counts(groups, texts):
 
 def cover_leftovers(plan, skipped, cps):
     """What the series leaves to a human, and checkpatch's remarks."""
-    paras = []
+    paras, t = [], plan["target"]
     lost = sorted((x["file"], x["line"], x["column"], x["struct"], x["field"])
                   for x in plan["sites"] if x["rule"] == "lost-update" and not x["test_code"])
     if lost:
@@ -303,15 +307,15 @@ def cover_leftovers(plan, skipped, cps):
             "the lock that every other write of the field holds. An update "
             "made beside one under the lock is lost; that needs the lock, "
             "READ_ONCE()/WRITE_ONCE() would not fix it:") + "\n" + "\n".join(
-            "  %s:%d:%d %s.%s" % (short(f), ln, c, st, fl) for f, ln, c, st, fl in lost))
+            "  %s:%d:%d %s.%s" % (short(f, t), ln, c, st, fl) for f, ln, c, st, fl in lost))
     na = plan.get("not_analysed", [])
     if na:
         paras.append("Functions not analysed:\n" + "\n".join(
-            wrap("  %s:%d %s(): %s" % (short(x["file"]), x["line"], x["function"],
+            wrap("  %s:%d %s(): %s" % (short(x["file"], t), x["line"], x["function"],
                                        x.get("reason", "?")), indent="    ") for x in na))
     if skipped:
         paras.append("Planned sites not rewritten (left for a human):\n" + "\n".join(
-            wrap("  %s:%d:%d: %s" % (short(k[0]), k[1], k[2], why), indent="    ")
+            wrap("  %s:%d:%d: %s" % (short(k[0], t), k[1], k[2], why), indent="    ")
             for k, why in sorted(skipped.items())))
     if cps:
         paras.append(_checkpatch_summary(cps))

@@ -28,7 +28,7 @@ class Owners:
         task, so an access through such a parameter is made by the object's
         owner, even when the object is linked into a shared list.  Greatest
         fixed point: recursive helpers that hand the object back and forth
-        (btrfs_log_inode() and log_conflicting_inodes()) stay owners, and
+        (foo_log_inode() and foo_log_parents()) stay owners, and
         any call site passing something else removes the parameter."""
         cand = {}
         for key, fn in self.src.funcs.items():
@@ -180,9 +180,9 @@ class Owners:
     def _owner_or_locked(self, a, accs, owner_fns):
         """The lock every call site of a's function holds that is not in
         one of the owner's functions, when every store of the field holds
-        it exclusively (btrfs_dev_replace_progress(), called by the
-        resuming replace kthread, which owns srcdev, and under the replace
-        rwsem by the status ioctl); else None, and None when no call site
+        it exclusively (a progress function called by the kthread that
+        owns the object, and under the object's rwsem by a status ioctl);
+        else None, and None when no call site
         is the owner's (the lock alone says it then)."""
         stores = [w for w in accs if w.kind in ("write", "rmw") or
                   (w.kind == "marked" and w.macro in STORE_MACROS)]

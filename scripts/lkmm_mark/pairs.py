@@ -7,7 +7,8 @@ Each candidate pair is kept apart, and so not a race, when
 - a lock, pseudo-lock or state guard is shared in every pair of their
   calling contexts, exclusive on one side or in two groups that exclude
   each other (callers._ctx_excluded(): locks, exclusive operations, the
-  transaction's writers, btrfs_is_zoned(), a pointer known NULL or set);
+  transaction's writers, a configuration predicate, a pointer known NULL
+  or set);
 - a declared life-cycle order puts one before the other (races.py);
 - both are made by the task that owns the object (owners.py);
 - both are reached only from one kernel thread (contexts.py);
@@ -253,11 +254,11 @@ class Pairs:
     # ------------------------------------------------------- instances
     def other_instance(self, a, b):
         """The access paths show two different objects: two different
-        members embedded in a struct ('fs_info->delayed_refs_rsv.size'
-        against 'fs_info->global_block_rsv.size'), or an embedded member
-        against the object a pointer field points to when every store of
-        that field is a fresh allocation ('rc->block_rsv = 
-        btrfs_alloc_block_rsv()'), or two such pointer fields, or pointer
+        members embedded in a struct ('fs->a_rsv.size' against
+        'fs->b_rsv.size'), or an embedded member against the object a
+        pointer field points to when every store of that field is a fresh
+        allocation ('rc->rsv = foo_alloc_rsv()'), or two such pointer
+        fields, or pointer
         fields of two roles of one struct (policies/ 'instances': a
         subvolume root and a log tree root)."""
         oa, ob = self._object_of(a), self._object_of(b)

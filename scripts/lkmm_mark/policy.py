@@ -4,6 +4,7 @@ import json
 import re
 from pathlib import Path
 
+from . import target as _target
 from .tree import UserError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,6 +25,7 @@ SCHEMA = {
     "container_accessors": list, "param_locks": list, "container_locks": list,
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
+    "default_target": str, "seed": str,
 }
 
 
@@ -43,7 +45,7 @@ class Policies:
         self.contexts = []
         self.ops_contexts = {}     # ops-table member -> context ('.getattr = fn')
         self.ops_entry_locks = {}  # ops-table member -> lock the caller holds around it
-        self.container_accessors = {}  # BTRFS_I -> btrfs_inode: the struct embedding the argument
+        self.container_accessors = {}  # FOO_I -> foo_inode: the struct embedding the argument
         self.param_locks = {}      # struct type -> spec: a parameter of that type holds a lock
         self.container_locks = {}  # struct -> spec: entries protected by their container's lock
         self.phases = []           # {struct, before, after, reason}: one object's life-cycle order
@@ -106,18 +108,21 @@ def _need(path, obj, keys, what):
 
 def subsystem_of(target):
     """The policies/ subdirectory for a target directory: its last
-    component (fs/btrfs -> btrfs, fs/ext4 -> ext4)."""
-    return Path(target.rstrip("/")).name
+    component (fs/ext4 -> ext4)."""
+    return _target.subsystem_of(target)
 
 
-def load(pdir=None, subsystem="btrfs"):
+def load(pdir=None, subsystem=None):
+    """The policies of pdir (policies/): the kernel-wide files and those of
+    the subsystem (the default target's without one).  verify.json is
+    verify's description of the subsystem (target.py), not a policy."""
     pdir = Path(pdir) if pdir else DEFAULT_DIR
     if not pdir.is_dir():
         raise UserError("%s: no such policies directory" % pdir)
     files = [pdir / "policies.json", pdir / "kernel.json"]
-    sub = pdir / subsystem
+    sub = pdir / (subsystem or _target.subsystem_of())
     if sub.is_dir():
-        files += sorted(sub.glob("*.json"))
+        files += sorted(f for f in sub.glob("*.json") if f.name != _target.VERIFY_FILE)
     P = Policies()
     for f in files:
         if not f.exists():
@@ -179,7 +184,7 @@ def _lock_functions(P, f, specs):
             P.lockfns[spec["name"]] = spec
         elif _selects(prev) and sel:
             # one entry per lockdep map of a wrapper that takes several
-            # (btrfs_trans_state_lockdep_release(fs_info, STATE)), or per
+            # (foo_state_lockdep_release(fs, STATE)), or per
             # exclusive operation: the call's argument picks the entry
             prev.setdefault("variants", []).append(spec)
         else:

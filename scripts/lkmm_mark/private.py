@@ -134,7 +134,7 @@ class Private:
         """Entries of a tree or list that a private object holds: 'n =
         rb_first(&ctl->root); e = rb_entry(n, ...)', 'list_for_each_entry(e,
         &x->list, ...)'.  Nobody else can reach them while they are there
-        (copy_free_space_cache() empties a stack ctl)."""
+        (a copy function that empties a ctl on its stack)."""
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
 
@@ -147,7 +147,7 @@ class Private:
             return None
 
         # entries moved in from elsewhere (list_splice_init_rcu() of a live
-        # device list into a new fs_devices) may still be reachable from
+        # device list into a new set of devices) may still be reachable from
         # other structures: only containers filled with their own entries
         for k in range(lo, hi - 2):
             if toks[k].text.startswith(("list_splice", "list_move", "list_add")) and \
@@ -188,7 +188,7 @@ class Private:
 
     def _fresh_call(self, toks, k):
         """The allocator or constructor whose call starts at toks[k]
-        ('kzalloc(...)', 'btrfs_new_subvol_inode(...)'), or None."""
+        ('kzalloc(...)', 'foo_new_inode(...)'), or None."""
         f = toks[k].text
         if toks[k + 1].text == "(" and (f in self.P.allocators or f in self.constructors):
             return f
@@ -293,8 +293,8 @@ class Private:
         toks = self.src.toks[fn.file]
         hi = fn.body_end
         # a pointer that is also assigned something else than a fresh
-        # object ('bctl = fs_info->balance_ctl' on one path, kzalloc() on
-        # another: btrfs_ioctl_balance()) names the fresh object only
+        # object ('ctl = fs->cur_ctl' on one path, kzalloc() on another)
+        # names the fresh object only
         # after a fresh assignment: _fresh_at() checks each use
         mixed = {}
         for n, w in priv.items():
@@ -307,7 +307,7 @@ class Private:
                 v = toks[k + 2] if toks[k + 1].text == "=" else None
                 seen.append((_stmt_end(toks, k, hi), v is not None and (
                     self._fresh_value(toks, k + 2) or
-                    # 'split = split2;': another fresh object of this function
+                    # 'a = b;' with b another fresh object of this function
                     (v.text in priv and v.text != n and toks[k + 3].text == ";" and
                      priv[v.text] != "stack object"))))
             if not all(f for _, f in seen):
@@ -319,9 +319,9 @@ class Private:
         object and nothing else."""
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
-        # 'args.inode = btrfs_new_subvol_inode(...);': a fresh object
-        # kept in a member of a stack struct, which is assigned nothing
-        # else but NULL in fn (create_subvol()'s new_inode_args)
+        # 'args.inode = foo_new_inode(...);': a fresh object kept in a
+        # member of a stack struct, which is assigned nothing else but
+        # NULL in fn
         fresh, other = {}, set()
         for k in range(lo + 1, hi - 5):
             if toks[k].text in priv and priv[toks[k].text] == "stack object" and \
@@ -344,9 +344,9 @@ class Private:
         priv."""
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
-        # 'rsv = &pending->block_rsv;' with pending private: a pointer
-        # to a struct embedded in a private object, assigned once, is
-        # as private as the object (create_snapshot()'s block_rsv)
+        # 'rsv = &pending->rsv;' with pending private: a pointer to a
+        # struct embedded in a private object, assigned once, is as
+        # private as the object
         types = None
         for k in range(lo + 1, hi - 6):
             t = toks[k]
@@ -393,8 +393,8 @@ class Private:
             parts[-1].append(t)
         head = [t.text for t in parts[0]]
         if acc is not None:
-            # BTRFS_I(inode)->f: the struct that embeds the private inode;
-            # BTRFS_I(args.inode)->f with a fresh inode in a stack struct
+            # FOO_I(inode)->f: the struct that embeds the private inode;
+            # FOO_I(args.inode)->f with a fresh inode in a stack struct
             if len(head) == 6 and head[1] == "(" and head[3] == "." and head[5] == ")" and \
                     "%s.%s" % (head[2], head[4]) in priv:
                 return "%s.%s" % (head[2], head[4])

@@ -31,9 +31,9 @@ _Concurrency = collections.namedtuple("_Concurrency", "wait_reads handed ctx_w a
 class Protection:
     def container_held(self):
         """policies/ 'container_locks': the entries of a struct are protected
-        by the lock of whichever container holds them (btrfs free-space
-        entries: the ctl's tree_lock or a cluster's lock; they move between
-        the two with both held).  An access holding one of those locks holds
+        by the lock of whichever container holds them (free-space entries:
+        the lock of the tree or of the cluster they are in; they move
+        between the two with both held).  An access holding one of those locks holds
         the entry's lock."""
         if not self.P.container_locks:
             return
@@ -278,8 +278,8 @@ class Protection:
         # else: when no read of the field holds it, or when the only reads
         # under it are in the writing functions themselves and every write
         # holds it only because its callers took it (a coarse mutex around
-        # a long operation: relocation's cleaner_mutex, the tree lock of
-        # the block being COWed).
+        # a long operation: a mutex the relocation holds throughout, the
+        # tree lock of the block being copied on write).
         # (A read kept from the writes by another lock, or by its calling
         # contexts, does not take this one.)
         wfns = {w.fn for w in writes}

@@ -62,8 +62,8 @@ class Races:
         (fixed point, as for the life-cycle functions).  A call from an
         init or teardown function (policies/ 'lifecycle_functions') does
         not count against a phase: nothing else runs on the object then
-        (btrfs_destroy_inode() removes the ordered extents it finds, as
-        btrfs_finish_ordered_io() does)."""
+        (an inode's destroy function removes the pending extents it finds,
+        as their finish function does)."""
         sets = getattr(self, "_phsets", None)
         if sets is not None:
             return sets

@@ -76,14 +76,14 @@ class SourceScan:
                     if owner and t.text in local.get((f, owner[0].body_start,
                                                       owner[0].body_end), ()):
                         continue
-                    # ALLOW_ERROR_INJECTION(btrfs_cow_block, ERRNO) at file
+                    # ALLOW_ERROR_INJECTION(foo_cow_block, ERRNO) at file
                     # scope: it names the function and calls nothing
                     if not owner and toks[i - 1].text == "(" and \
                             toks[i - 2].text in self.P.non_calling:
                         continue
                     c = self._call_arg(toks, i, owner[0].body_start) if owner else None
                     jcall = None
-                    amp = toks[i - 1].text == "&"            # '&btrfs_initxattrs'
+                    amp = toks[i - 1].text == "&"            # '&foo_initxattrs'
                     if c and (c[0] in self.P.sync_callers or (c[0], c[1]) in call_only) and \
                             toks[i - 1 - amp].text in (",", "(") and \
                             toks[i + 1].text in (",", ")"):
@@ -98,7 +98,7 @@ class SourceScan:
         target functions it declares as locals or parameters."""
         src = self.src
         # a local variable or a member with a function's name is not the
-        # function ('u64 entry_end = ...' next to static entry_end())
+        # function ('u64 foo_end = ...' next to static foo_end())
         local = {}
         for fn in src.funcs.values():
             toks = src.toks[fn.file]
@@ -111,8 +111,8 @@ class SourceScan:
                          toks[i - 1].text == "," and _declares(toks, i - 1, fn.body_start)) and \
                         toks[i + 1].text in (";", "=", ",", "["):
                     names.add(t.text)
-            # a parameter too ('u64 *qgroup_reserve' beside static
-            # qgroup_reserve())
+            # a parameter too ('u64 *foo_reserve' beside static
+            # foo_reserve())
             names.update(n for n in self.params(fn) if n in src.by_name)
             if names:
                 local[(fn.file, fn.body_start, fn.body_end)] = names
@@ -123,7 +123,8 @@ class SourceScan:
         that every definition of that name only calls ('iterate(...)') or
         hands whole to such a parameter of another function, and never
         keeps: a function passed there runs inside the call, like a
-        comparator handed to list_sort() (send.c's iterate_inode_ref())."""
+        comparator handed to list_sort() (an iterator whose callback
+        parameter is only ever called)."""
         src = self.src
         cand = {}
         for fn in src.funcs.values():
@@ -167,12 +168,12 @@ def _not_the_function(toks, i):
     if i > 0 and toks[i - 1].text in (".", "->"):
         return True
     # a struct, union or enum tag of the same name ('struct
-    # btrfs_qgroup_inherit *inherit'), a goto label ('goto
-    # cleanup_transaction;', 'cleanup_transaction:')
+    # foo_inherit *inherit'), a goto label ('goto foo_cleanup;',
+    # 'foo_cleanup:')
     if i > 0 and toks[i - 1].text in ("struct", "union", "enum", "goto"):
         return True
     # a declaration of a variable or parameter of the same
-    # name ('u64 *qgroup_reserve)' in a parameter list)
+    # name ('u64 *foo_reserve)' in a parameter list)
     if i > 0 and (toks[i - 1].kind == "id" and toks[i - 1].text not in KEYWORDS or
                   toks[i - 1].text == "*") and \
             i + 1 < len(toks) and toks[i + 1].text in (";", "=", ",", "[", ")"):

@@ -23,6 +23,7 @@ from pathlib import Path
 from . import evidence, rewrite
 from .messages import ACTION_ORDER, TIERS, cover_text, message, subject, tier_of
 from .rewrite import load_comments, select_sites
+from .target import default_target, subsystem_of
 from .tree import UserError, cache_dir, log, kernel_version, installed_version, \
     PACKAGE, PACKAGE_VERSION, ensure_tree, require_tools
 
@@ -181,7 +182,7 @@ def checkpatch(tree, patch):
 def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=True):
     comments = load_comments()
     texts = rule_texts(policies_dir)
-    reports = evidence.pristine_reports()
+    reports = evidence.pristine_reports(target=plan["target"])
     sites = select_sites(plan)
     edits, applied, skipped = compute_edits(tree, sites, comments)
     groups = group_sites(plan, sites, applied)
@@ -213,14 +214,15 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
                 text = rewrite.render_file(edits[f], done[f])
                 with open(repo / f, "w", encoding="utf-8", errors="surrogateescape") as fh:
                     fh.write(text)
-            msg = subject(g) + "\n\n" + message(g, plan, texts, reports) + \
+            msg = subject(g, plan["target"]) + "\n\n" + message(g, plan, texts, reports) + \
                 "\n\nSigned-off-by: %s <%s>\n" % (name, mail)
             _git(repo, "add", "-A", env=env)
             r = subprocess.run(["git", "-C", str(repo), "commit", "-q", "-F", "-"],
                                input=msg, text=True, capture_output=True,
                                env=dict(os.environ, **env))
             if r.returncode != 0:
-                raise UserError("git commit failed for %s: %s" % (subject(g), r.stderr.strip()))
+                raise UserError("git commit failed for %s: %s" % (subject(g, plan["target"]),
+                                                                  r.stderr.strip()))
         fp = work / "fp"
         _git(repo, "format-patch", "-q", "--zero-commit", "--signature=lkmm-mark",
              "--cover-letter", "--numbered", "-o", str(fp),
@@ -234,8 +236,8 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
             for p in pats[1:]:
                 cps.append((p.name, checkpatch(tree, p)))
         cover = pats[0].read_text()
-        cover = cover.replace("*** SUBJECT HERE ***",
-                              "btrfs: access shared fields according to ACCESS_ONCE policies")
+        cover = cover.replace("*** SUBJECT HERE ***", "%s: access shared fields according to "
+                              "ACCESS_ONCE policies" % subsystem_of(plan["target"]))
         base = "Linux %s" % kv + (" (Debian %s %s)" % (PACKAGE, pv) if pv else "")
         cover = cover.replace("*** BLURB HERE ***",
                               cover_text(plan, groups, skipped, cps, base, texts))
@@ -283,7 +285,7 @@ def cmd_series(args):
     if args.check:
         cover = out_dir / "0000-cover-letter.patch"
         if cover.exists():
-            m = re.search(r"^Base: (.*), fs/btrfs\.$", cover.read_text(), re.M)
+            m = re.search(r"^Base: (.*), %s\.$" % re.escape(args.target), cover.read_text(), re.M)
             here = "Linux %s" % kv
             if pv and not args.tree:
                 here += " (Debian %s %s)" % (PACKAGE, pv)
@@ -369,9 +371,11 @@ def cmd_rewrite(args):
     return 0
 
 
-def git_am(tree, patch_dir, target="fs/btrfs"):
+def git_am(tree, patch_dir, target=None):
     """Apply the series with git am --whitespace=error onto a scratch git
-    repository holding the pristine target; returns (ok, message)."""
+    repository holding the pristine target (the default one without);
+    returns (ok, message)."""
+    target = target or default_target()
     pats = sorted(p for p in Path(patch_dir).glob("*.patch")
                   if not p.name.startswith("0000-"))
     if not pats:

@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The summary table of verify: one row per check (check, PASS/FAIL, detail),
-and the rows a guest's stress run gives (boot, stress, data check, btrfs
-check) from its console (console.GuestResult).
+and the rows a guest's stress run gives (boot, stress, data check, the file
+system's check) from its console (console.GuestResult).
 
 Standalone: python3 -m lkmm_mark.summary CONSOLE_LOG [--accel tcg] [--smp 4]
 the guest rows of verify's table for a saved console log of a stress run.
 """
 import argparse
 import sys
+
+from .target import subsystem_of
 
 
 def table(rows, headers):
@@ -47,7 +49,8 @@ def ops_summary(ops):
 
 
 def guest_rows(res, accel, smp):
-    """[(check, ok, detail)] of a stress run: boot, stress, data check, btrfs check."""
+    """[(check, ok, detail)] of a stress run: boot, stress, data check, and
+    the file system's check (the guest's step '<subsystem>-check')."""
     rows = []
     boot_ok = not res.timed_out and res.done is not None
     took = "%.0f s" % res.seconds if res.seconds is not None else "? s"
@@ -66,8 +69,9 @@ def guest_rows(res, accel, smp):
     dbad = [k for k in dsteps if res.steps.get(k) != "PASS"]
     rows.append(("data check", not dbad, ("%s after remount; scrub clean" % res.ops.get(
         "verified", "?")) if not dbad else "FAILED: " + ",".join(dbad)))
-    rows.append(("btrfs check", res.steps.get("btrfs-check") == "PASS",
-                 res.steps.get("btrfs-check", "not run")))
+    sub = subsystem_of()
+    rows.append(("%s check" % sub, res.steps.get(sub + "-check") == "PASS",
+                 res.steps.get(sub + "-check", "not run")))
     return rows
 
 

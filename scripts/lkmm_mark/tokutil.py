@@ -11,7 +11,7 @@ from .locks import KEYWORDS
 
 def _declares(toks, k, lo):
     """True when the ',' at toks[k] separates the names of a declaration
-    ('u64 meta_reserve, qgroup_reserve;'): the statement it is in starts
+    ('u64 a_reserve, foo_reserve;'): the statement it is in starts
     with a type name followed by a name or '*', outside any parentheses."""
     depth = 0
     j = k - 1

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from .base import UserError, cache_dir, log  # noqa: F401 (re-exported)
+from .target import default_target
 
 PACKAGE = "linux-source-6.1"
 # The exact base the committed series was generated against.
@@ -41,7 +42,9 @@ def apt_install(spec):
         deps.apt_install([PACKAGE], "%s not installed" % PACKAGE)
 
 
-def check_kernel_tree(path, target="fs/btrfs"):
+def check_kernel_tree(path, target=None):
+    """The tree, checked; target None is the default target, "" none."""
+    target = default_target() if target is None else target
     p = Path(path)
     if not p.exists():
         raise UserError("%s: no such directory" % path)
@@ -105,7 +108,7 @@ def pristine_tree():
     return dest
 
 
-def ensure_tree(path=None, target="fs/btrfs"):
+def ensure_tree(path=None, target=None):
     if path:
         return check_kernel_tree(path, target)
     return check_kernel_tree(pristine_tree(), target)

@@ -81,7 +81,7 @@ class Unpublished:
         """name -> (from, to, why): a parameter of a struct nothing points
         to, which fn links into a list or tree (rb_link_node(&p->node,
         ...)): it was on none on entry, so no other task can reach it
-        before that call (tree_mod_log_insert() stores tm->seq first)."""
+        before that call (a log insert that stores e->seq first)."""
         out = {}
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
@@ -95,8 +95,8 @@ class Unpublished:
             if st not in unref or self._reassigned(fn, p):
                 continue
             # one link only: with two, the object may be on the other one
-            # (relink_bitmap_entry() moves an entry that stays in the
-            # offset tree)
+            # (a relink function moves an entry that stays in another
+            # tree)
             links = self._struct_links(fn, st)
             if len(links) != 1:
                 continue
@@ -122,7 +122,7 @@ class Unpublished:
         a shared list or tree, its address or a member's handed to code
         that may keep it).  Until then it is as private as a stack object
         whose address never escapes ('ticket.error = 0' before
-        list_add_tail(&ticket.list, ...) in __reserve_bytes()).  Not when
+        list_add_tail(&ticket.list, ...) in a reserve function).  Not when
         that statement is in a loop or the object is an array; a goto
         jumping back ends the window at its label (_detached())."""
         out = {}

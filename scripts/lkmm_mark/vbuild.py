@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """verify stage 'build': the kernel of a cached tree, O=<tree>/o-<flavour>.
 
-tinyconfig + qemu-test/config/*.config, W=1, ccache; the fs/btrfs warnings
+tinyconfig + qemu-test/config/*.config and the target subsystem's fragment
+(policies/<subsystem>/verify.json), W=1, ccache; the target's warnings
 are kept beside the build (lkmm-warnings.txt).  A build directory is an
 entry of the cache: made under its lock, its stamp (.lkmm-stamp, the build
 key) removed before make starts and written after it succeeded, so a build
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from .base import UserError, cache_dir
 from .cachelock import child_kwargs, ensure, remove_stamp, stamp_ok, write_atomic, write_stamp
+from .target import verify_spec
 from .vcommon import CONFIG_DIR, BuildError, ensure_host_tools, file_hash, h, nproc, progress, vdir
 from .vdiag import parse_diagnostics
 
@@ -31,15 +33,29 @@ FLAVORS = {
     "kcsanall": ["base.config", "kcsan.config"],
 }
 # Extra make variables per flavour (part of the build key).  "kcsan" instruments
-# fs/btrfs only: KCSAN_SANITIZE is given on the command line as a recursive
+# the target only: KCSAN_SANITIZE is given on the command line as a recursive
 # variable, evaluated per directory by scripts/Makefile.lib, so every other
 # object is built without -fsanitize=thread.  Each watchpoint is then set up on
-# a btrfs access (inline helpers from headers included, as they are compiled
-# into the btrfs objects), the guest runs faster, and kernfs/VFS/block races
+# an access of the target (inline helpers from headers included, as they are
+# compiled into its objects), the guest runs faster, and kernfs/VFS/block races
 # no longer take the reports.  "kcsanall" is the whole kernel (KCSAN's default).
 FLAVOR_MAKE_ARGS = {
-    "kcsan": ["KCSAN_SANITIZE=$(if $(filter fs/btrfs fs/btrfs/%,$(obj)),y,n)"],
+    "kcsan": ["KCSAN_SANITIZE=$(if $(filter {t} {t}/%,$(obj)),y,n)"],
 }
+
+
+def flavor_make_args(flavor):
+    """FLAVOR_MAKE_ARGS of a flavour, for the target verify works on."""
+    t = verify_spec().target
+    return [a.replace("{t}", t) for a in FLAVOR_MAKE_ARGS.get(flavor, [])]
+
+
+def fragments(flavor):
+    """The config fragments of a flavour, in merge order: base.config, the
+    target subsystem's (verify.json's kernel_config), the flavour's own."""
+    names = FLAVORS[flavor]
+    return [CONFIG_DIR / names[0], verify_spec().kernel_config] + \
+        [CONFIG_DIR / n for n in names[1:]]
 # A fixed, valid date for the kernel's version string and the initramfs
 # timestamps: the same bytes on every build (reproducible builds), and no
 # "date: invalid date" from the scripts that parse it.
@@ -96,7 +112,7 @@ def config_options(path):
 
 def configure(out, flavor, env):
     """.config of out from the flavour's fragments (the caller holds out's lock)."""
-    frags = [CONFIG_DIR / f for f in FLAVORS[flavor]]
+    frags = fragments(flavor)
     key = file_hash(frags)
     stamp = out / ".lkmm-config"
     if stamp_ok(stamp, key) and (out / ".config").exists():
@@ -128,9 +144,9 @@ def configure(out, flavor, env):
 
 
 def build_key(src_key, flavor):
-    cfg = file_hash([CONFIG_DIR / f for f in FLAVORS[flavor]])
+    cfg = file_hash(fragments(flavor))
     gccv = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout
-    return h(src_key, cfg, gccv, "W=1", flavor, *FLAVOR_MAKE_ARGS.get(flavor, []),
+    return h(src_key, cfg, gccv, "W=1", flavor, *flavor_make_args(flavor),
              *sorted("%s=%s" % kv for kv in KBUILD_ENV.items()))
 
 
@@ -158,23 +174,24 @@ def _make(src, out, flavor, key, seed_from):
     stamp = out / ".lkmm-stamp"
     remove_stamp(stamp)                     # not complete until written again
     configure(out, flavor, env)
-    # Recompile fs/btrfs every time the build runs so that its warnings are
-    # complete (ccache replays them for unchanged files).
-    for p in (out / "fs/btrfs").rglob("*.o") if (out / "fs/btrfs").exists() else []:
+    # Recompile the target every time the build runs so that its warnings
+    # are complete (ccache replays them for unchanged files).
+    target = verify_spec().target
+    for p in (out / target).rglob("*.o") if (out / target).exists() else []:
         p.unlink()
     progress("building %s kernel in %s (log: %s)" % (flavor, out, out / "lkmm-build.log"))
-    targets = ["bzImage"] + FLAVOR_MAKE_ARGS.get(flavor, [])
+    targets = ["bzImage"] + flavor_make_args(flavor)
     rc, secs = run_logged(make_args(out, *targets), out / "lkmm-build.log",
                           "build %s/%s" % (src.name, flavor), env)
     text = (out / "lkmm-build.log").read_text(errors="replace")
     if rc != 0:
         tail = "\n".join(text.splitlines()[-25:])
         raise BuildError("%s build failed (%s/lkmm-build.log):\n%s" % (src.name, out, tail))
-    warnings = parse_diagnostics(text, "fs/btrfs/")
+    warnings = parse_diagnostics(text, target + "/")
     write_atomic(out / "lkmm-warnings.txt", "".join(w + "\n" for w in warnings))
     write_stamp(stamp, key)
-    progress("%s/%s built in %.0f s, %d fs/btrfs warnings" % (src.name, flavor, secs,
-                                                             len(warnings)))
+    progress("%s/%s built in %.0f s, %d %s warnings" % (src.name, flavor, secs,
+                                                       len(warnings), target))
     return dict(out=out, bzimage=out / "arch/x86/boot/bzImage", warnings=warnings,
                 seconds=secs, cached=False)
 
@@ -234,9 +251,9 @@ def main(argv=None):
         print("lkmm-mark: error: %s" % e, file=sys.stderr)
         return 2 if isinstance(e, UserError) else 1
     for b in builds:
-        print("%s %s (%d fs/btrfs warnings)" % (b["bzimage"], "cached" if b["cached"] else
-                                                "built in %.0f s" % b["seconds"],
-                                                len(b["warnings"])))
+        print("%s %s (%d %s warnings)" % (b["bzimage"], "cached" if b["cached"] else
+                                          "built in %.0f s" % b["seconds"],
+                                          len(b["warnings"]), verify_spec().target))
     return 0
 
 

@@ -11,7 +11,6 @@ from .base import cache_dir, log
 REPO = Path(__file__).resolve().parents[2]
 QTEST = REPO / "qemu-test"
 CONFIG_DIR = QTEST / "config"
-GUEST_DIR = QTEST / "guest"
 RESULTS_DIR = QTEST / "results"
 
 

@@ -4,7 +4,7 @@ pristine and the patched tree's logs compare: 'file: kind: message', the
 file relative to the tree, line numbers dropped, sparse's continuation lines
 ('   expected ...', '   got ...') appended.
 
-Standalone: python3 -m lkmm_mark.vdiag [--only fs/btrfs/] LOG [NEWER_LOG]
+Standalone: python3 -m lkmm_mark.vdiag [--only DIR/] LOG [NEWER_LOG]
 prints the diagnostics of LOG, or with two logs those NEWER_LOG adds.
 """
 import argparse
@@ -63,7 +63,7 @@ def new_items(before, after):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m lkmm_mark.vdiag", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", metavar="PREFIX", help="only files under PREFIX (e.g. fs/btrfs/)")
+    ap.add_argument("--only", metavar="PREFIX", help="only files under PREFIX (e.g. fs/ext4/)")
     ap.add_argument("log")
     ap.add_argument("newer", nargs="?")
     args = ap.parse_args(argv)

@@ -5,18 +5,22 @@ Stages (each prints progress; the long ones are cached by content hash), one
 module each, every one runnable alone (python3 -m lkmm_mark.<module> --help):
 
   trees      vtrees     the pristine tree and a patched copy (cp -al + patch)
-  build      vbuild     tinyconfig + qemu-test/config/*.config, O= builds with
-                        ccache, W=1; fs/btrfs warnings of both trees compared
-                        (vdiag)
-  sparse     vsparse    make C=2 fs/btrfs/ on both trees, diagnostics compared
-  initramfs  initramfs  busybox-static, btrfs-progs, stress-ng, fio + qemu-test/guest/
+  build      vbuild     tinyconfig + qemu-test/config/*.config + the target's
+                        fragment, O= builds with ccache, W=1; the target's
+                        warnings of both trees compared (vdiag)
+  sparse     vsparse    make C=2 <target>/ on both trees, diagnostics compared
+  initramfs  initramfs  busybox-static, stress-ng, fio, the target's programs +
+                        its guest workload (qemu-test/guest/)
   boot       boot       the patched kernel under QEMU (KVM when it works, else
-                        TCG), raid1 btrfs over two virtio disks, stress, remount
-                        and data check, btrfs check; console scanned (console)
+                        TCG), the guest workload: file systems on two virtio
+                        disks, stress, remount and data check, the file
+                        system's check; console scanned (console)
   kcsan      vkcsan     (--kcsan) KCSAN kernels of both trees, same stress,
                         reports parsed and compared (kcsan, involve)
 
-The summary table (summary) at the end has one row per check; exit status 0
+The target is the default one; what verify needs to know about its
+subsystem is policies/<subsystem>/verify.json (target.py).  The summary
+table (summary) at the end has one row per check; exit status 0
 only if every check passed.  Every cache entry the stages write is locked
 (cachelock): a second run waits for it, with one line saying so.
 """
@@ -28,6 +32,7 @@ from .base import UserError
 from .boot import detect_accel, stress_guest
 from .initramfs import build_initramfs
 from .summary import check_table, guest_rows, result_row, secs as _secs
+from .target import verify_spec
 from .tree import ensure_tree
 from .vbuild import build_kernel
 from .vcommon import REPO, BuildError, ensure_host_tools, progress
@@ -72,8 +77,9 @@ def build_stage(t, patches, rows):
     neww = new_items(b0["warnings"], b1["warnings"])
     for w in neww:
         print("new warning: " + w, file=sys.stderr)
-    rows.add("warnings (W=1 fs/btrfs)", not neww, "pristine %d, patched %d, new %d" % (
-        len(b0["warnings"]), len(b1["warnings"]), len(neww)))
+    rows.add("warnings (W=1 %s)" % verify_spec().target, not neww,
+             "pristine %d, patched %d, new %d" % (len(b0["warnings"]), len(b1["warnings"]),
+                                                 len(neww)))
     return b0, b1
 
 
@@ -84,11 +90,11 @@ def sparse_stage(t, b0, b1, rows):
         news = new_items(s0, s1)
         for w in news:
             print("new sparse diagnostic: " + w, file=sys.stderr)
-        rows.add("sparse (C=2 fs/btrfs)", not news, "before %d, after %d, new %d" % (
-            len(s0), len(s1), len(news)))
+        rows.add("sparse (C=2 %s)" % verify_spec().target, not news,
+                 "before %d, after %d, new %d" % (len(s0), len(s1), len(news)))
     except BuildError as e:
         print(str(e), file=sys.stderr)
-        rows.add("sparse (C=2 fs/btrfs)", False, str(e).splitlines()[0])
+        rows.add("sparse (C=2 %s)" % verify_spec().target, False, str(e).splitlines()[0])
 
 
 def boot_stage(b1, opts, secs, rows):

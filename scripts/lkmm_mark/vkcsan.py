@@ -26,21 +26,23 @@ from .cachelock import locked, write_atomic
 from .console import KCSAN_EXPECTED
 from .initramfs import build_initramfs
 from .involve import involvement, series_changes
-from .kcsan import groups, parse_kcsan, report, summarise_kcsan, with_pcs
+from .kcsan import groups, parse_kcsan, report, run_subsystem, summarise_kcsan, with_pcs
+from .target import verify_spec
 from .vbuild import build_kernel
 from .vcommon import RESULTS_DIR
 
-# Defaults of `verify --kcsan` (the tuning that found the most btrfs races here,
-# see qemu-test/README.md).
-KCSAN_DEFAULTS = dict(kcsan_secs=900, kcsan_smp=4, kcsan_params="skip_watch:50", kcsan_scope="btrfs",
+# Defaults of `verify --kcsan` (the tuning that found the most races here, see
+# qemu-test/README.md); the scope None is the target's subsystem (its name).
+KCSAN_DEFAULTS = dict(kcsan_secs=900, kcsan_smp=4, kcsan_params="skip_watch:50", kcsan_scope=None,
                       kcsan_profile="kcsan")
 
 
 def settings(opts, secs):
     """The run's parameters from verify's options and defaults."""
-    scope = opts["kcsan_scope"] or KCSAN_DEFAULTS["kcsan_scope"]
+    spec = verify_spec()
+    scope = opts["kcsan_scope"] or KCSAN_DEFAULTS["kcsan_scope"] or spec.subsystem
     return dict(
-        scope=scope, flavor="kcsan" if scope == "btrfs" else "kcsanall",
+        target=spec.target, scope=scope, flavor="kcsanall" if scope == "all" else "kcsan",
         kernels=["pristine", "patched"] if opts["kcsan_kernels"] == "both"
         else [opts["kcsan_kernels"]],
         secs=opts["kcsan_secs"] or max(secs, KCSAN_DEFAULTS["kcsan_secs"]),
@@ -67,31 +69,36 @@ def _runs(trees, s, changes):
                            s["params"], expected=KCSAN_EXPECTED, accel=s["accel"],
                            profile=s["profile"])
         reps = parse_kcsan(res.console)
-        summ = summarise_kcsan(reps, b["out"], trees[name], b["out"] / "vmlinux")
+        summ = summarise_kcsan(reps, b["out"], trees[name], b["out"] / "vmlinux", s["target"])
         for d in summ:
             d["involves"] = involvement(d, changes, "old" if name == "pristine" else "new")
         results[name] = dict(res=res, reports=reps, distinct=summ)
     return results
 
 
+def _summary(r, sub):
+    """A kernel's counts in the results: the races in the target under its
+    subsystem's name."""
+    res = r["res"]
+    return {"reports": len(r["reports"]), "distinct": len(r["distinct"]),
+            sub: len([d for d in r["distinct"] if d[sub]]),
+            "qemu_seconds": round(res.seconds), "stress_seconds": res.stress_seconds,
+            "done": res.done, "kcsan_stats": res.kcsan_stats}
+
+
 def results_dict(s, patches, changes, results):
     """What results/kcsan-*.json holds (and kcsan.report() reads)."""
     kernels = s["kernels"]
+    sub = run_subsystem(s)
     run = dict(
         seconds=s["secs"], smp=s["smp"], accel=s["accel"], params=s["params"],
         scope=s["scope"], kernels=kernels, profile=s["profile"],
         patches=[p.name for p in patches],
-        summary={n: dict(reports=len(results[n]["reports"]),
-                         distinct=len(results[n]["distinct"]),
-                         btrfs=len([d for d in results[n]["distinct"] if d["btrfs"]]),
-                         qemu_seconds=round(results[n]["res"].seconds),
-                         stress_seconds=results[n]["res"].stress_seconds,
-                         done=results[n]["res"].done,
-                         kcsan_stats=results[n]["res"].kcsan_stats) for n in kernels},
+        summary={n: _summary(results[n], sub) for n in kernels},
         pristine=results.get("pristine", {}).get("distinct"),
         patched=results.get("patched", {}).get("distinct"),
         marked_fields=sorted(changes["fields"]),
-        changed_lines=sum(len(v) for v in changes["new"].values()))
+        changed_lines=sum(len(v) for v in changes["new"].values()), target=s["target"])
     g = groups(run)
     run.update(leftover=[d["title"] for d in g["left"]],
                addressed=[d["title"] for d in g["addressed"]],
@@ -139,8 +146,9 @@ def _verdict(run, results, stamp):
         for k, line, ctx in results[n]["res"].unexpected[:3]:
             print("---- %s: %s splat:\n%s" % (n, k, ctx), file=sys.stderr)
     ok = not bad and not g["left"] and not unexp
-    detail = "btrfs races: %s (results/kcsan-%s.txt)" % (", ".join(
-        "%s %d" % (n, run["summary"][n]["btrfs"]) for n in kernels), stamp)
+    sub = run_subsystem(run)
+    detail = "%s races: %s (results/kcsan-%s.txt)" % (sub, ", ".join(
+        "%s %d" % (n, run["summary"][n][sub]) for n in kernels), stamp)
     if "patched" in results:
         detail += "; on patched involving the series %d" % len(g["left"])
     if "pristine" in results:
@@ -166,12 +174,12 @@ def kcsan_compare(trees, patches, opts, secs, plan_loader=None):
     return _verdict(run, results, stamp)
 
 
-def _remap_group(name, lst, changes, side):
+def _remap_group(name, lst, changes, side, sub):
     out = []
     for d in lst:
         d["involves"] = involvement(d, changes, side)
     inv = [d for d in lst if d["involves"]]
-    out.append("\n%s: %d distinct btrfs races" % (name, len(lst)))
+    out.append("\n%s: %d distinct %s races" % (name, len(lst), sub))
     for title, g in (("involve the series", inv),
                      ("do not involve the series", [d for d in lst if not d["involves"]])):
         out.append("  %s: %d" % (title, len(g)))
@@ -200,15 +208,16 @@ def kcsan_remap(path, trees, patches, plan_loader=None):
     same = run.get("patches") == [p.name for p in patches]
     out = ["remap of %s onto %d patches (%s the run's series)" % (
         path.name, len(patches), "the same as" if same else "not")]
+    sub = run_subsystem(run)
     for name, side in (("pristine", "old"), ("patched", "new")):
-        lst = [d for d in (run.get(name) or []) if d.get("btrfs")]
+        lst = [d for d in (run.get(name) or []) if d.get(sub)]
         if not lst:
             continue
         lst = with_pcs(lst, path.with_name(path.stem + "-%s-console.log" % name))
         if name == "patched" and not same:
             out.append("\npatched: built from another series, not remapped")
             continue
-        out += _remap_group(name, lst, changes, side)
+        out += _remap_group(name, lst, changes, side, sub)
     text = "\n".join(out)
     print(text)
     dst = path.with_name(path.stem + "-remap.txt")

@@ -3,14 +3,16 @@
 REMAINDER): --smp, --no-boot and the --kcsan-* tuning.  Shared by verify
 and the KCSAN stage run alone (vkcsan)."""
 from .base import UserError
+from .target import subsystem_of
 
 NUMERIC = ("--smp", "--kcsan-seconds", "--kcsan-smp")
-STRINGS = {"--kcsan-params": None, "--kcsan-scope": ("btrfs", "all"),
+# --kcsan-scope: the target's subsystem (its name, the default) or all
+STRINGS = {"--kcsan-params": None, "--kcsan-scope": ("<subsystem>", "all"),
            "--kcsan-profile": ("kcsan", "full"),
            "--kcsan-kernels": ("both", "pristine", "patched"), "--kcsan-tag": None,
            "--kcsan-remap": None}
 USAGE = ("--smp N, --kcsan-seconds N, --kcsan-smp N, --kcsan-params k:v,..., "
-         "--kcsan-scope btrfs|all, --kcsan-profile kcsan|full, "
+         "--kcsan-scope <subsystem>|all, --kcsan-profile kcsan|full, "
          "--kcsan-kernels both|pristine|patched, --kcsan-only, "
          "--kcsan-tag NAME, --kcsan-remap RESULTS.json, --no-boot")
 
@@ -20,8 +22,9 @@ def _value(a, v, opts):
     if k == "kcsan_seconds":
         k = "kcsan_secs"
     if a in STRINGS:
-        if STRINGS[a] and v not in STRINGS[a]:
-            raise UserError("%s: one of %s, not %s" % (a, "|".join(STRINGS[a]), v))
+        ok = [subsystem_of() if x == "<subsystem>" else x for x in STRINGS[a] or ()]
+        if ok and v not in ok:
+            raise UserError("%s: one of %s, not %s" % (a, "|".join(ok), v))
         opts[k] = v
     else:
         if not v.isdigit():

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""verify stage 'sparse': make C=2 fs/btrfs/ in a kernel build directory.
+"""verify stage 'sparse': make C=2 <target>/ in a kernel build directory.
 
 The normalised diagnostics are kept beside the build (lkmm-sparse.txt),
 stamped with the build's key; sparse runs in the build directory, so under
@@ -13,22 +13,24 @@ import sys
 
 from .base import UserError
 from .cachelock import ensure, remove_stamp, stamp_ok, write_atomic, write_stamp
+from .target import verify_spec
 from .vbuild import build_env, make_args, run_logged
 from .vcommon import BuildError, h, progress
 from .vdiag import parse_diagnostics
 
 
 def _sparse(out, key):
-    """make C=2 fs/btrfs/ in out (the caller holds its lock exclusively)."""
+    """make C=2 <target>/ in out (the caller holds its lock exclusively)."""
     stamp = out / ".lkmm-sparse-stamp"
     remove_stamp(stamp)
-    progress("sparse: make C=2 fs/btrfs/ in %s" % out)
-    rc, secs = run_logged(make_args(out, "C=2", "fs/btrfs/"), out / "lkmm-sparse.log",
+    target = verify_spec().target + "/"
+    progress("sparse: make C=2 %s in %s" % (target, out))
+    rc, secs = run_logged(make_args(out, "C=2", target), out / "lkmm-sparse.log",
                           "sparse", build_env())
     text = (out / "lkmm-sparse.log").read_text(errors="replace")
     if rc != 0:
-        raise BuildError("make C=2 fs/btrfs/ failed in %s:\n%s"
-                         % (out, "\n".join(text.splitlines()[-15:])))
+        raise BuildError("make C=2 %s failed in %s:\n%s"
+                         % (target, out, "\n".join(text.splitlines()[-15:])))
     diags = parse_diagnostics(text)
     write_atomic(out / "lkmm-sparse.txt", "".join(d + "\n" for d in diags))
     write_stamp(stamp, key)
