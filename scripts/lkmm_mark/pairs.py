@@ -294,7 +294,7 @@ class Pairs:
     def _assigned_object(self, file, func, end):
         """The object of 'x->p->f' when the statement just before, in the
         same block, stores '&y->m' (an embedded member) into x->p:
-        'trans->block_rsv = &pending->block_rsv; ... trans->block_rsv->f'."""
+        'h->res = &p->res; ... h->res->f'."""
         from .csrc import base_start
         toks = self.src.toks[file]
         b0 = base_start(toks, end)
