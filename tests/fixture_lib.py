@@ -85,9 +85,27 @@ def pair_lines(A):
     return out
 
 
+def other_lines(A):
+    """The bugs no mark fixes (doublefetch.py, twostep.py), one line
+    each, for expected.other files: the rule, the first load or store, the
+    lines of the others, and the racing counterpart."""
+    out = []
+    for rule, found in (("double-fetch", A.double_fetches),
+                        ("two-step-store", A.two_step_stores)):
+        for x in found:
+            c = x["counterpart"]
+            out.append("%s:%d:%d-%d: %s %s %s.%s again %s, with %s() at %s:%d" % (
+                x["file"][len(TARGET) + 1:], x["line"], x["column"], x["end_column"], rule,
+                x["function"], x["struct"], x["field"],
+                ",".join(str(y["line"]) for y in x["again"]), c["function"],
+                c["file"][len(TARGET) + 1:], c["line"]))
+    return out
+
+
 if __name__ == "__main__":
     # print the verdicts of a fixture (to review before writing expected)
     A = analyse_fixture(sys.argv[1])
     print("\n".join(site_lines(A)))
     if len(sys.argv) > 2:
         print("\n".join(pair_lines(A)))
+        print("\n".join(other_lines(A)))

@@ -3,14 +3,16 @@
 optional policies.json, and expected.sites listing every verdict
 (file:line:col-col: function struct.field action (rule)); optionally
 expected.pairs, the racing pair of each site the lockset marked (tier,
-and the counterpart).  Coccinelle-test style: the analysis must
+and the counterpart), and expected.other, the bugs no mark fixes (double
+fetches, two-step stores: fixture_lib.other_lines(); none when the file
+is absent).  Coccinelle-test style: the analysis must
 reproduce the expected files exactly."""
 import difflib
 import json
 import unittest
 from pathlib import Path
 
-from fixture_lib import analyse_fixture, pair_lines, site_lines
+from fixture_lib import analyse_fixture, other_lines, pair_lines, site_lines
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -18,10 +20,13 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 def _make(d):
     def test(self):
         A = analyse_fixture(d)
-        for name, lines in (("expected.sites", site_lines), ("expected.pairs", pair_lines)):
-            if not (d / name).exists():
+        for name, lines in (("expected.sites", site_lines), ("expected.pairs", pair_lines),
+                            ("expected.other", other_lines)):
+            if not (d / name).exists() and name != "expected.other":
                 continue
-            want = (d / name).read_text().splitlines()
+            # no expected.other: the fixture has no double fetch, no
+            # two-step store
+            want = (d / name).read_text().splitlines() if (d / name).exists() else []
             got = lines(A)
             if got != want:
                 diff = "\n".join(difflib.unified_diff(want, got, "expected", "got",
@@ -186,6 +191,47 @@ class MacroAccessors(unittest.TestCase):
         test_opt = [a for a in A.accesses if a.fn == "fsi_test_opt"][0]
         self.assertIn("of the 1 calls of fsi_test_opt()", test_opt.reason)
         self.assertEqual(test_opt.pair.fn, "remount")
+
+
+class OtherBugs(unittest.TestCase):
+    """Double fetches and two-step stores (doublefetch.py, twostep.py):
+    reported apart, they change no verdict; the report names both
+    accesses, the racing counterpart and the fix."""
+
+    def test_detectors_change_no_verdict(self):
+        from unittest import mock
+        from lkmm_mark.analysis import Analysis
+        for name in ("double_fetch", "two_step_store", "stolen_pointer"):
+            A = analyse_fixture(FIXTURES / name)
+            self.assertTrue(A.double_fetches or A.two_step_stores, name)
+            with mock.patch.object(Analysis, "find_double_fetches", lambda self: None), \
+                    mock.patch.object(Analysis, "find_two_step_stores", lambda self: None):
+                B = analyse_fixture(FIXTURES / name)
+            self.assertEqual(site_lines(A), site_lines(B), name)
+            self.assertEqual(pair_lines(A), pair_lines(B), name)
+            self.assertEqual(B.double_fetches + B.two_step_stores, [], name)
+
+    def test_report_lines(self):
+        from lkmm_mark.commands import OTHER_BUGS, other_bug_lines, plan_dict
+        for name, word, rule, verb in (
+                ("double_fetch", "LOAD-ONCE", "double-fetch", "stores it"),
+                ("two_step_store", "STORE-ONCE", "two-step-store", "loads it")):
+            d = plan_dict(analyse_fixture(FIXTURES / name))
+            lines = other_bug_lines(d)
+            found = [x for x in lines if not x.startswith("#")]
+            key = "double_fetches" if rule == "double-fetch" else "two_step_stores"
+            self.assertEqual(len(found), len(d[key]), name)
+            heading = [h for k, h, _, _ in OTHER_BUGS if k == key][0]
+            self.assertIn("# %s: %d" % (heading, len(d[key])), lines)
+            for x, line in zip(d[key], found):
+                self.assertTrue(line.startswith("%s:%d:%d-%d: %s: " % (
+                    x["file"], x["line"], x["column"], x["end_column"], word)), line)
+                self.assertTrue(line.endswith("(%s)" % rule), line)
+                c = x["counterpart"]
+                self.assertIn("%s() at %s:%d %s" % (c["function"], c["file"].split("/")[-1],
+                                                    c["line"], verb), line)
+                self.assertIn("again", line)
+                self.assertIn(str(x["again"][0]["line"]), line)
 
 
 class RuleCoverage(unittest.TestCase):

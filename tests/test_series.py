@@ -276,6 +276,27 @@ class CommitMessage(unittest.TestCase):
         body = messages.rules_paragraph(g2, {"sites": sites, "fields": {}}, {})
         self.assertNotIn("declared in", body)
 
+    def test_cover_lists_other_bugs_with_their_fix(self):
+        """The cover letter lists the double fetches and the two-step
+        stores of the plan (the series marks none of them for it), each
+        with its racing counterpart, under the fix that each needs."""
+        from lkmm_mark import messages
+        for name, fix, verb in (("double_fetch", "load once into a local", "stored by"),
+                                ("two_step_store", "compute into a local, store once",
+                                 "loaded by")):
+            plan = plan_dict(analyse_fixture(FIXTURES / name))
+            flat = " ".join(" ".join(messages.cover_leftovers(plan, {}, [])).split())
+            self.assertIn("Fix: " + fix, flat)
+            found = plan["double_fetches"] + plan["two_step_stores"]
+            self.assertTrue(found)
+            for x in found:
+                c = x["counterpart"]
+                self.assertIn("%s:%d %s.%s in %s()," % (
+                    x["file"].split("/")[-1], x["line"], x["struct"], x["field"],
+                    x["function"]), flat)
+                self.assertIn("%s %s() at %s:%d" % (verb, c["function"],
+                                                   c["file"].split("/")[-1], c["line"]), flat)
+
 
 def _patches():
     return sorted((REPO / "patches").glob("0*.patch"))
@@ -323,6 +344,21 @@ class CommittedSeries(unittest.TestCase):
         from lkmm_mark.tree import ensure_tree
         ok, msg = series.git_am(ensure_tree(None), REPO / "patches")
         self.assertTrue(ok, msg)
+
+    def test_cover_letter_lists_other_bugs(self):
+        """Every double fetch and two-step store of the plan of fs/btrfs is
+        in the committed cover letter."""
+        from lkmm_mark.commands import get_plan
+        import argparse
+        plan = get_plan(argparse.Namespace(tree=None, target="fs/btrfs", policies=None,
+                                           jobs=0, no_cache=False))
+        cover = " ".join((REPO / "patches" / "0000-cover-letter.patch").read_text().split())
+        found = plan["double_fetches"] + plan["two_step_stores"]
+        self.assertTrue(plan["double_fetches"] and plan["two_step_stores"])
+        for x in found:
+            self.assertIn("%s:%d %s.%s in %s()," % (x["file"].split("/")[-1], x["line"],
+                                                    x["struct"], x["field"], x["function"]),
+                          cover)
 
     def test_cover_letter(self):
         cover = (REPO / "patches" / "0000-cover-letter.patch").read_text()

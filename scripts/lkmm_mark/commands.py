@@ -335,11 +335,37 @@ def cmd_report(args):
     for x in sorted(lost, key=lambda x: (x["file"], x["line"], x["column"])):
         print("%s:%d:%d-%d: LOCK: %s (lost-update)" % (
             x["file"], x["line"], x["column"], x["end_column"], x["reason"]))
+    for line in other_bug_lines(d):
+        print(line)
     na = d["not_analysed"]
     print("# functions not analysed: %d" % len(na))
     for x in na:
         print("%s:%d: %s(): %s" % (x["file"], x["line"], x["function"], x["reason"]))
     return 0
+
+
+# the plan's lists of bugs no mark fixes: (key, report heading, the fix's
+# word in a report line, rule)
+OTHER_BUGS = (
+    ("double_fetches", "double fetches (a racy field tested, then loaded again in the code "
+     "the test guards: load it once into a local; no mark fixes it)", "LOAD-ONCE",
+     "double-fetch"),
+    ("two_step_stores", "two-step stores (a racy field stored, then stored again from its "
+     "own value: compute into a local, store once; no mark fixes it)", "STORE-ONCE",
+     "two-step-store"))
+
+
+def other_bug_lines(d):
+    """The report's sections for the double fetches and two-step stores,
+    one line per finding (coccicheck style)."""
+    out = []
+    for key, heading, word, rule in OTHER_BUGS:
+        found = sorted(d.get(key, []), key=lambda x: (x["file"], x["line"], x["column"]))
+        out.append("# %s: %d" % (heading, len(found)))
+        out += ["%s:%d:%d-%d: %s: %s (%s)" % (x["file"], x["line"], x["column"],
+                                             x["end_column"], word, x["reason"], rule)
+                for x in found]
+    return out
 
 
 def plan_dict(A):
@@ -355,6 +381,8 @@ def plan_dict(A):
         d["handler"] = v["handler"]["reason"] if v.get("handler") else None
         fields[k] = d
     return {"target": A.target, "sites": sites, "fields": fields,
+            # bugs no mark fixes, reported apart (doublefetch.py, twostep.py)
+            "double_fetches": A.double_fetches, "two_step_stores": A.two_step_stores,
             "stale_facts": getattr(A, "stale_facts", []),
             "not_analysed": [{"file": f, "line": l, "function": n, "reason": why}
                              for f, l, n, why in A.not_analysed]}

@@ -308,6 +308,7 @@ def cover_leftovers(plan, skipped, cps):
             "made beside one under the lock is lost; that needs the lock, "
             "READ_ONCE()/WRITE_ONCE() would not fix it:") + "\n" + "\n".join(
             "  %s:%d:%d %s.%s" % (short(f, t), ln, c, st, fl) for f, ln, c, st, fl in lost))
+    paras += _other_bugs(plan, t)
     na = plan.get("not_analysed", [])
     if na:
         paras.append("Functions not analysed:\n" + "\n".join(
@@ -319,6 +320,34 @@ def cover_leftovers(plan, skipped, cps):
             for k, why in sorted(skipped.items())))
     if cps:
         paras.append(_checkpatch_summary(cps))
+    return paras
+
+
+_OTHER_BUGS = (
+    ("double_fetches", "double fetches: a racy field tested, then loaded again in "
+     "the code the test guards, so that a store between the loads makes the code use "
+     "a value its test did not check; READ_ONCE() on each load would not make them "
+     "equal. Fix: load once into a local, and test and use the local:",
+     "tested here and loaded again at", "stored by"),
+    ("two_step_stores", "two-step stores: a racy field stored, then stored again "
+     "from its own value, so that a lockless reader can see the value in between; "
+     "WRITE_ONCE() on each store would not hide it. Fix: compute into a local, store "
+     "once:", "stored here and again from itself at", "loaded by"))
+
+
+def _other_bugs(plan, t):
+    """The double fetches and two-step stores (no mark fixes them): one
+    paragraph each, a line per finding with its racing counterpart."""
+    paras = []
+    for key, text, verb, other in _OTHER_BUGS:
+        found = sorted(plan.get(key, []), key=lambda x: (x["file"], x["line"]))
+        if found:
+            paras.append(wrap("Not in the series, for a human: " + text) + "\n" + "\n".join(
+                wrap("  %s:%d %s.%s in %s(), %s %s; %s %s() at %s:%d" % (
+                    short(x["file"], t), x["line"], x["struct"], x["field"], x["function"],
+                    verb, ", ".join(str(y["line"]) for y in x["again"]), other,
+                    x["counterpart"]["function"], short(x["counterpart"]["file"], t),
+                    x["counterpart"]["line"]), indent="    ") for x in found))
     return paras
 
 

@@ -24,7 +24,8 @@ Reads the verdicts (verdicts.py), .accesses, .owner_acc, .lost_ids,
 .constructors, .P.allocators.  Sets each marked access's .tier, .pair,
 .contexts, and rewrites its .reason (the lockset reason is kept in
 .lockset_reason; a lockset-only site's mark and rule in .candidate and
-.lockset_rule).
+.lockset_rule); .pair_idx, the accesses that may be counterparts, by
+field (doublefetch.py and twostep.py ask _counterpart() about them).
 """
 import collections
 
@@ -59,6 +60,7 @@ class Pairs:
                 continue
             if b.exclusion is None or b.exclusion[0] == "already-marked":
                 idx[(b.struct, b.field)].append(b)
+        self.pair_idx = idx
         for a in self.accesses:
             a.tier, a.pair, a.contexts = None, None, None
             if a.test:
