@@ -129,7 +129,7 @@ def _finding(a, later, s):
 # loads turns into a crash.  Any other use (a copy, a message's argument,
 # another test) sees a value its test did not check, but nothing the test
 # was there to prevent; a value compared ('<', '>=') and then subtracted
-# is left out too: of the six such pairs on fs/btrfs of 6.1, five were not
+# is left out too: of the six such pairs in the first target reviewed, five were not
 # real and one possible (docs/other-bugs.md).
 _RELIES = {"truth": ("divisor", "deref")}
 _BOUNDARY = {"&&", "||", "?", ":", ",", ";", "{", "}", "return"} | _ASSIGN
