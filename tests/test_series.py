@@ -308,6 +308,18 @@ class CommittedSeries(unittest.TestCase):
         r = subprocess.run(LKMM + ["series", "--check"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
+    def test_hunk_draw_covers_every_hunk(self):
+        """tests/draw_hunks.py (the hunk review's draw) sees every hunk of
+        the committed series once, and draws the same for a seed."""
+        import sys
+        sys.path.insert(0, str(REPO / "tests"))
+        import draw_hunks
+        hs = draw_hunks.hunks(REPO / "patches")
+        n = sum(1 for p in sorted((REPO / "patches").glob("0*.patch"))
+                for ln in p.read_text().splitlines() if ln.startswith("@@"))
+        self.assertEqual(len(hs), n)
+        self.assertTrue(all(h[2].startswith("@@") and h[1].startswith("fs/") for h in hs))
+
     def test_every_patch_names_a_racing_pair(self):
         """Each patch says who stores the field and who loads it, in which
         contexts, and lists its racing pairs."""
