@@ -233,23 +233,6 @@ class Callers:
                 self._ctxchain[(key, h)] = out[h]
         return res
 
-    def context_chain(self, key, lockset):
-        """The call chain (function names, outermost first) of the calling
-        context of function key that has lockset (caller_contexts())."""
-        return getattr(self, "_ctxchain", {}).get((key, lockset), (key[1],))
-
-    def lockset_chains(self, a):
-        """_locksets(a), each with the call chain of its context."""
-        key = (a.file, a.fn)
-        ctxs = self.caller_contexts(key) if a.func is not None else None
-        res = self.flows.get(key)
-        st = res.at.get(a.tok) if res and a.tok is not None else None
-        if not ctxs or st is None:
-            return [(_own_guards(set(a.held), a.struct), (a.fn,))]
-        local = set(st.held)
-        return [(_own_guards(local | {n for n in c if n not in st.killed}, a.struct),
-                 self.context_chain(key, c)) for c in ctxs]
-
     def _locksets(self, a):
         """The locksets of access a, one per calling context of its
         function (its own locks at a with each context's), or just the
@@ -263,25 +246,6 @@ class Callers:
         xs, ys = self._locksets(a), self._locksets(b)
         racing = sum(1 for x in xs for y in ys if _excluding(x, y) is None)
         return racing, len(xs) * len(ys)
-
-    def racing_chains(self, a, b):
-        """The call chains of a pair of calling contexts of a and b that
-        share no excluding lock (the first, outermost entry first), or
-        None."""
-        first = None
-        for x, cx in self.lockset_chains(a):
-            for y, cy in self.lockset_chains(b):
-                if _excluding(x, y) is None:
-                    if not self.teardown_chain(cx) and not self.teardown_chain(cy):
-                        return cx, cy
-                    first = first or (cx, cy)
-        return first
-
-    def teardown_chain(self, chain):
-        """The chain starts in a teardown method (policies/ 'teardown_ops'):
-        a context no reference holder runs beside."""
-        head = self.context_of(chain[0]).split("(", 1)[0]
-        return self._is_teardown(head)
 
     def _ctx_excluded(self, r, writes, common):
         """Every calling context of read r shares a lock with every calling
