@@ -29,7 +29,7 @@ field (doublefetch.py and twostep.py ask _counterpart() about them).
 """
 import collections
 
-from .source import STORE_MACROS
+from .source import NON_STORE_BITOPS, STORE_MACROS
 
 PAIRED = "paired"
 LOCKSET_ONLY = "lockset-only"
@@ -43,7 +43,7 @@ def is_store(b):
     if b.kind in ("write", "rmw"):
         return True
     if b.kind == "atomic":
-        return not (b.macro or "").startswith(("test_bit", "wait_on_bit"))
+        return not (b.macro or "").startswith(NON_STORE_BITOPS)
     return b.kind in ("marked", "address") and b.macro in STORE_MACROS + _RMW_MACROS
 
 

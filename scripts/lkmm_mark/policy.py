@@ -108,7 +108,7 @@ def _need(path, obj, keys, what):
 
 def subsystem_of(target):
     """The policies/ subdirectory for a target directory: its last
-    component (fs/ext4 -> ext4)."""
+    component (fs/foofs -> foofs)."""
     return _target.subsystem_of(target)
 
 

@@ -20,7 +20,7 @@ import collections
 
 from .callers import _BY_CALLERS
 from .locks import How
-from .source import STORE_MACROS
+from .source import NON_STORE_BITOPS, STORE_MACROS
 from .verdicts import _holds_any
 
 # what shows a field accessed without a lock while it changes (classify())
@@ -326,7 +326,7 @@ class Protection:
                 handed[0].fn, handed[0].where(), self.handover[handed[0].fn]["reason"])
         ctx_w = [w for w in writes if w.fn in ctxfns and w not in handed]
         atomics = [m for m in marked if m.kind == "atomic" and
-                   not m.macro.startswith(("test_bit", "wait_on_bit"))]
+                   not m.macro.startswith(NON_STORE_BITOPS)]
         m_loads = [m for m in marked if m.kind != "atomic" and m.macro not in STORE_MACROS]
         writes_all = writes + [m for m in marked if m.macro in STORE_MACROS]
         ctx_r = [r for r in reads + m_loads if r.fn in self.any_time]

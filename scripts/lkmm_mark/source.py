@@ -19,6 +19,9 @@ def _short(path):
 
 
 STORE_MACROS = ("WRITE_ONCE", "smp_store_release", "smp_store_mb", "rcu_assign_pointer")
+# bit operations that never change the word: tests, and the wait-queue
+# calls, which only hash its address (wake_up_bit() stores nothing)
+NON_STORE_BITOPS = ("test_bit", "wait_on_bit", "wake_up_bit")
 
 
 class Access:

@@ -4,7 +4,7 @@
 - default_target(): the directory a command works on without --target,
   policies/policies.json's "default_target".
 - subsystem_of(target): the policies/ subdirectory of a target, its last
-  component (fs/ext4 -> ext4).
+  component (fs/foofs -> foofs).
 - verify_spec(target): what verify needs to know about the subsystem it
   builds, boots and stresses, policies/<subsystem>/verify.json (VERIFY_KEYS):
   the kernel config fragment, the host programs and their Debian packages,
@@ -62,7 +62,7 @@ def seed_citation():
 
 def subsystem_of(target=None):
     """The policies/ subdirectory for a target directory: its last
-    component (fs/ext4 -> ext4); the default target's without one."""
+    component (fs/foofs -> foofs); the default target's without one."""
     return Path((target or default_target()).rstrip("/")).name
 
 

@@ -63,7 +63,7 @@ def new_items(before, after):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m lkmm_mark.vdiag", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", metavar="PREFIX", help="only files under PREFIX (e.g. fs/ext4/)")
+    ap.add_argument("--only", metavar="PREFIX", help="only files under PREFIX (e.g. fs/foofs/)")
     ap.add_argument("log")
     ap.add_argument("newer", nargs="?")
     args = ap.parse_args(argv)
