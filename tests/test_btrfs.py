@@ -125,6 +125,10 @@ class BtrfsTests(unittest.TestCase):
              "unraced-in-every-context"),
             # ... and its submitting task, the only one that splits it
             ("inode.c", 2688, "btrfs_ordered_extent.disk_num_bytes", "owner-read"),
+            # the object's teardown (policies/kernel.json 'teardown_ops'):
+            # ->evict_inode's store races with no lookup of a live inode
+            ("delayed-inode.c", 75, "btrfs_inode.delayed_node", "locked-read"),
+            ("delayed-inode.c", 1298, "btrfs_inode.delayed_node", "lockset-only"),
         ]
         for f, line, field, rule in fixed:
             got = [(s["action"], s["rule"]) for s in sites if s["file"] == "fs/btrfs/" + f and
