@@ -328,12 +328,12 @@ class LockFlow:
         if spec and spec["op"] in ("trylock", "acquire_ret0") and k + 1 < hi and t[k + 1].text == "(":
             c = self._match(k + 1)
             before = self.expr(lo, k, st, skip_events=True)
-            spec, name = self._pick(spec, k + 2, c)
+            picks = self._picks(spec, k + 2, c)
             self._record_range(k, c + 1, before)
             self.res.calls.append((k, t[k].text, before))
             rest = self.expr(c + 1, hi, before)
             got = rest.copy()
-            if name:
+            for spec, name in picks:
                 got.held[mode_name(name, spec)] = How(spec["name"] + " succeeded",
                                                       t[k].line)
                 _also(got, spec, How(spec["name"] + " succeeded", t[k].line))
@@ -409,14 +409,23 @@ class LockFlow:
                     self.res.at[j] = cur
                 j += 1
 
-    def _pick(self, spec, alo, ahi):
-        """The entry of a lock wrapper this call (arguments alo..ahi) is,
-        among its variants, and the lock it names; (spec, None) if none."""
+    def _picks(self, spec, alo, ahi):
+        """The entries of a lock wrapper this call (arguments alo..ahi) is,
+        among its variants, with the lock each names: the first that
+        matches, or, for entries picked by an argument token, every one
+        whose token the argument names ('A | B': a wrapper that takes two
+        locks in one call).  Two modes of one lock named together (an
+        assertion that either is held) hold the weaker."""
+        out = {}
         for sp in [spec] + spec.get("variants", []):
             name = self._lock_name(sp, alo, ahi)
-            if name is not None:
-                return sp, name
-        return spec, None
+            if name is None:
+                continue
+            if not sp.get("when_arg"):
+                return [(sp, name)] if not out else list(out.values())
+            if name not in out or mode_name(name, sp) != name:
+                out[name] = (sp, name)
+        return list(out.values())
 
     def _lock_name(self, spec, alo, ahi):
         args = self._split_args(alo, ahi)
@@ -426,8 +435,7 @@ class LockFlow:
             # lockdep map of several a wrapper takes)
             if w[0] >= len(args):
                 return None
-            a, b = args[w[0]]
-            if b - a != 1 or self.t[a].text != w[1]:
+            if not self._names_flag(args[w[0]], w[1]):
                 return None
         w = spec.get("when_field")
         if w:
@@ -453,6 +461,18 @@ class LockFlow:
         a, b = args[n]
         name = self.resolve(a, b)
         return group_lock(name, spec) if name is not None else None
+
+    def _names_flag(self, arg, token):
+        """Argument arg is the token, or an or-ed set of flags one of which
+        is the token ('A', 'A | B', '(A|B)')."""
+        a, b = arg
+        while b - a > 2 and self.t[a].text == "(" and self._match(a) == b - 1:
+            a, b = a + 1, b - 1
+        ops = [x.text for x in self.t[a:b]]
+        if token not in ops:
+            return False
+        return all(x == "|" for x in ops[1::2]) and \
+            all(self.t[a + i].kind == "id" for i in range(0, len(ops), 2))
 
     def _mentions(self, arg, field):
         from .csrc import mentions
@@ -518,8 +538,7 @@ class LockFlow:
                     c = self._match(k + 1)
                     # record the argument tokens with the state before the call
                     self._record_range(k + 1, c, st)
-                    sp, name = self._pick(spec, k + 2, c)
-                    if name is not None:
+                    for sp, name in self._picks(spec, k + 2, c):
                         st = self._apply(sp, name, st, tk.line, k)
                     k = c + 1
                     continue
