@@ -6,8 +6,18 @@ import sys
 from .tree import UserError
 
 
+KERNEL_HELP = "base kernel: Debian linux-source-6.1 (default) or -6.12, cached; the " \
+    "series directory follows it (patches/, patches/6.12/)"
+
+
+def _kernel(p):
+    # checked in main(): an unknown version is a one-line error
+    p.add_argument("--kernel", metavar="{6.1,6.12}", help=KERNEL_HELP)
+
+
 def _common(p):
-    p.add_argument("--tree", help="kernel tree (default: cached Debian linux-source-6.1)")
+    p.add_argument("--tree", help="kernel tree (default: the cached tree of --kernel)")
+    _kernel(p)
     p.add_argument("--target", default="fs/btrfs", help="directory to analyse (default fs/btrfs)")
     p.add_argument("--policies", help="policies directory (default: the repository's policies/)")
     p.add_argument("--jobs", "-j", type=int, default=0, help="spatch workers (default: nproc)")
@@ -21,8 +31,10 @@ def build_parser():
     ap = argparse.ArgumentParser(prog="lkmm-mark", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
 
-    p = sub.add_parser("provision", help="install and unpack linux-source-6.1 into the cache")
+    p = sub.add_parser("provision", help="install and unpack linux-source-6.1 (or --kernel "
+                       "6.12) into the cache")
     p.add_argument("--tree")
+    _kernel(p)
 
     p = sub.add_parser("facts", help="run the spatch facts pass, write JSON")
     _common(p)
@@ -45,14 +57,16 @@ def build_parser():
     p = sub.add_parser("run", help="the main job: report, series into patches/, git am "
                        "check, then verify (build, sparse, boot, stress)")
     _common(p)
-    p.add_argument("--out", default=None, help="series directory (default: patches/)")
+    p.add_argument("--out", default=None, help="series directory (default: patches/, "
+                   "patches/6.12/ for --kernel 6.12)")
     p.add_argument("--signoff", help="'Name <email>' (default: git config)")
     p.add_argument("--stress-seconds", type=int, default=60)
     p.add_argument("--no-verify", action="store_true", help="stop after the series")
 
     p = sub.add_parser("series", help="write the git format-patch series")
     _common(p)
-    p.add_argument("--out", default=None, help="output directory (default: patches/)")
+    p.add_argument("--out", default=None, help="output directory (default: patches/, "
+                   "patches/6.12/ for --kernel 6.12)")
     p.add_argument("--signoff", help="'Name <email>' (default: git config)")
     p.add_argument("--check", action="store_true",
                    help="do not write; fail if the committed series would change")
@@ -64,6 +78,7 @@ def build_parser():
 
     p = sub.add_parser("verify", help="build, sparse, boot and stress the series in QEMU")
     p.add_argument("--tree")
+    _kernel(p)
     p.add_argument("--patches", default=None)
     p.add_argument("--kcsan", action="store_true")
     p.add_argument("--stress-seconds", type=int, default=None)
@@ -71,10 +86,12 @@ def build_parser():
 
     p = sub.add_parser("bisect", help="build fs/btrfs after each patch of the series")
     p.add_argument("--tree")
+    _kernel(p)
     p.add_argument("--patches", default=None, help="series directory (default: patches/)")
 
     p = sub.add_parser("am", help="git am the series onto a scratch copy of the pristine tree")
     p.add_argument("--tree")
+    _kernel(p)
     p.add_argument("--patches", default=None, help="series directory (default: patches/)")
 
     p = sub.add_parser("bench", help="time the analysis against spatch --parse-c")
@@ -96,14 +113,16 @@ def _plan_loader(tree):
 def main(argv):
     args = build_parser().parse_args(argv)
     try:
+        from .tree import resolve_kernel
+        args.kernel = resolve_kernel(args.kernel, getattr(args, "tree", None))
         if args.cmd == "provision":
             from .tree import ensure_tree
-            print(ensure_tree(args.tree))
+            print(ensure_tree(args.tree, kernel=args.kernel))
             return 0
         if args.cmd == "bisect":
             from . import bisect
-            from .series import REPO
-            return bisect.run(args.patches or REPO / "patches", args.tree)
+            from .tree import patches_dir
+            return bisect.run(args.patches or patches_dir(args.kernel), args.tree, args.kernel)
         if args.cmd == "am":
             from .series import cmd_am
             return cmd_am(args)
@@ -134,7 +153,7 @@ def cmd_run(args):
     from .tree import ensure_tree, log
     args.check = False
     args.in_place = False
-    tree = ensure_tree(args.tree, args.target)
+    tree = ensure_tree(args.tree, args.target, args.kernel)
     d = get_plan(args, tree)
     n = sum(1 for s in d["sites"] if s["action"] != "none" and not s["test_code"])
     log("analysis: %d sites need a mark (%d functions not analysed)"
@@ -142,7 +161,8 @@ def cmd_run(args):
     rc = series.cmd_series(args)
     if rc != 0:
         return rc
-    out = args.out or str(series.REPO / "patches")
+    from .tree import patches_dir
+    out = args.out or str(patches_dir(args.kernel))
     ok, msg = series.git_am(tree, out, args.target)
     print(msg if ok else "lkmm-mark: error: " + msg)
     if not ok:
@@ -150,6 +170,6 @@ def cmd_run(args):
     if args.no_verify:
         return 0
     from . import verify
-    vargs = argparse.Namespace(tree=args.tree, patches=out, kcsan=False,
+    vargs = argparse.Namespace(tree=args.tree, kernel=args.kernel, patches=out, kcsan=False,
                                stress_seconds=args.stress_seconds, rest=[])
     return verify.main(vargs, plan_loader=_plan_loader)

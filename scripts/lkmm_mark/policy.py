@@ -24,6 +24,7 @@ SCHEMA = {
     "container_accessors": list, "param_locks": list, "container_locks": list,
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
+    "replaces": list,
 }
 
 
@@ -67,6 +68,8 @@ class Policies:
         self.non_calling = set()    # ALLOW_ERROR_INJECTION(fn, ..): names fn, adds no caller
         self.new_flags = []         # flags that keep a new object private (I_NEW)
         self.files = []
+        self.data = {}              # file -> its facts as loaded (a version's replaced out)
+        self.replaced = []          # (key, name) a version's override took out
 
     def is_lifecycle(self, fn):
         return fn in self.lifecycle or any(r.search(fn) for r in self.lifecycle_re)
@@ -109,7 +112,11 @@ def subsystem_of(target):
     return Path(target.rstrip("/")).name
 
 
-def load(pdir=None, subsystem="btrfs"):
+def load(pdir=None, subsystem="btrfs", series=None):
+    """The policies of a subsystem; series ('6.12'): the kernel version of
+    the tree, whose overrides (<subsystem>/<series>/*.json, overrides.py)
+    replace and add facts."""
+    from . import overrides
     pdir = Path(pdir) if pdir else DEFAULT_DIR
     if not pdir.is_dir():
         raise UserError("%s: no such policies directory" % pdir)
@@ -118,13 +125,18 @@ def load(pdir=None, subsystem="btrfs"):
     if sub.is_dir():
         files += sorted(sub.glob("*.json"))
     P = Policies()
+    base = []
     for f in files:
         if not f.exists():
             if f.name in ("policies.json", "kernel.json"):
                 raise UserError("%s: missing policy file" % f)
             continue
-        d = _read(f)
+        base.append((f, _read(f)))
+    over = [(f, _read(f)) for f in overrides.version_files(sub, series)]
+    P.replaced = overrides.apply(base, over)
+    for f, d in base + over:
         P.files.append(str(f))
+        P.data[str(f)] = d
         for key, value in d.items():
             loader = _LOADERS.get(key)
             if loader is not None:

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from .base import UserError, cache_dir
 from .cachelock import child_kwargs, ensure, remove_stamp, stamp_ok, write_atomic, write_stamp
-from .vcommon import CONFIG_DIR, BuildError, ensure_host_tools, file_hash, h, nproc, progress, vdir
+from .vcommon import CONFIG_DIR, BuildError, config_fragments, ensure_host_tools, file_hash, h, nproc, \
+    progress, use_base, vdir
 from .vdiag import parse_diagnostics
 
 FLAVORS = {
@@ -96,12 +97,13 @@ def config_options(path):
 
 def configure(out, flavor, env):
     """.config of out from the flavour's fragments (the caller holds out's lock)."""
-    frags = [CONFIG_DIR / f for f in FLAVORS[flavor]]
+    frags = config_fragments(FLAVORS[flavor])
     key = file_hash(frags)
     stamp = out / ".lkmm-config"
     if stamp_ok(stamp, key) and (out / ".config").exists():
         return key
-    progress("configuring %s (tinyconfig + %s)" % (out, " ".join(f.name for f in frags)))
+    progress("configuring %s (tinyconfig + %s)" % (
+        out, " ".join(str(f.relative_to(CONFIG_DIR)) for f in frags)))
     out.mkdir(parents=True, exist_ok=True)
     remove_stamp(stamp)
     src = out.parent
@@ -114,13 +116,15 @@ def configure(out, flavor, env):
         if r.returncode != 0:
             raise UserError("config step failed: %s: %s" % (" ".join(cmd[:3]), r.stderr[-300:]))
     have = config_options(out / ".config")
+    want = {}
+    for f in frags:                         # a version's override wins
+        want.update(config_options(f))
     lost = []
-    for f in frags:
-        for k, v in config_options(f).items():
-            if k == "CONFIG_INITRAMFS_SOURCE":
-                continue
-            if have.get(k, "n") != v:
-                lost.append("%s=%s (got %s)" % (k, v, have.get(k, "unset")))
+    for k, v in want.items():
+        if k == "CONFIG_INITRAMFS_SOURCE":
+            continue
+        if have.get(k, "n") != v:
+            lost.append("%s=%s (got %s)" % (k, v, have.get(k, "unset")))
     if lost:
         raise UserError("config fragment options did not survive olddefconfig: " + ", ".join(lost))
     write_stamp(stamp, key)
@@ -128,7 +132,7 @@ def configure(out, flavor, env):
 
 
 def build_key(src_key, flavor):
-    cfg = file_hash([CONFIG_DIR / f for f in FLAVORS[flavor]])
+    cfg = file_hash(config_fragments(FLAVORS[flavor]))
     gccv = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout
     return h(src_key, cfg, gccv, "W=1", flavor, *FLAVOR_MAKE_ARGS.get(flavor, []),
              *sorted("%s=%s" % kv for kv in KBUILD_ENV.items()))
@@ -208,6 +212,7 @@ def ensure_pristine_kernel(tree=None, flavor="base"):
     from .vtrees import prepare_pristine
     ensure_host_tools()
     base = ensure_tree(tree)
+    use_base(base)
     pristine, bh = prepare_pristine(base)
     return build_kernel(pristine, flavor, bh)
 
@@ -225,6 +230,7 @@ def main(argv=None):
     try:
         ensure_host_tools()
         base = ensure_tree(args.tree)
+        use_base(base)
         pristine, bh = prepare_pristine(base)
         builds = [build_kernel(pristine, args.flavor, bh)]
         if args.patched:
