@@ -373,9 +373,11 @@ def _arg_map(attr, what):
 def _new_object_flags(P, f, entries):
     for b in entries:
         _need(f, b, ("member", "flag", "publish", "reason"), "new_object_flags")
-        if not isinstance(b["publish"], list) or not b["publish"]:
-            raise _err(f, "new_object_flags %s: publish must be a non-empty list of "
-                       "functions", b["flag"])
+        # empty: a flag that is never cleared, tested by an assertion
+        if not isinstance(b["publish"], list) or \
+                not all(isinstance(x, str) and x for x in b["publish"]):
+            raise _err(f, "new_object_flags %s: publish must be a list of functions",
+                       b["flag"])
         P.new_flags.append(b)
 
 
