@@ -94,6 +94,15 @@ def build_parser():
     _kernel(p)
     p.add_argument("--patches", default=None, help="series directory (default: patches/)")
 
+    p = sub.add_parser("compare", help="what became of the 6.1 findings in another "
+                       "kernel version: fixed upstream, still flagged, or gone")
+    p.add_argument("--against", default="6.12", metavar="{6.12}",
+                   help="the other version (default 6.12)")
+    p.add_argument("--fields", action="store_true", help="also a table per 6.1 field")
+    p.add_argument("--groups", action="store_true",
+                   help="also one line per 6.1 field and function, with its class")
+    p.add_argument("--jobs", "-j", type=int, default=0, help="spatch workers (default: nproc)")
+
     p = sub.add_parser("bench", help="time the analysis against spatch --parse-c")
     _common(p)
     p.add_argument("--runs", type=int, default=1, metavar="N",
@@ -114,7 +123,7 @@ def main(argv):
     args = build_parser().parse_args(argv)
     try:
         from .tree import resolve_kernel
-        args.kernel = resolve_kernel(args.kernel, getattr(args, "tree", None))
+        args.kernel = resolve_kernel(getattr(args, "kernel", None), getattr(args, "tree", None))
         if args.cmd == "provision":
             from .tree import ensure_tree
             print(ensure_tree(args.tree, kernel=args.kernel))
@@ -129,6 +138,12 @@ def main(argv):
         if args.cmd in ("series", "rewrite"):
             from . import series
             return getattr(series, "cmd_" + args.cmd)(args)
+        if args.cmd == "compare":
+            from . import compare
+            from .tree import check_kernel
+            if check_kernel(args.against) == "6.1":
+                raise UserError("--against: compare 6.1 with another version")
+            return compare.run(args)
         if args.cmd == "bench":
             from . import bench
             return bench.run(args)
