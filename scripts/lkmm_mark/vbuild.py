@@ -22,8 +22,8 @@ from pathlib import Path
 
 from .base import UserError, cache_dir
 from .cachelock import child_kwargs, ensure, remove_stamp, stamp_ok, write_atomic, write_stamp
-from .vcommon import CONFIG_DIR, BuildError, config_fragments, ensure_host_tools, file_hash, h, nproc, \
-    progress, use_base, vdir
+from .vcommon import CONFIG_DIR, BuildError, config_fragments, ensure_host_tools, file_hash, \
+    h, nproc, progress, use_base, vdir
 from .vdiag import parse_diagnostics
 
 FLAVORS = {
@@ -97,7 +97,7 @@ def config_options(path):
 
 def configure(out, flavor, env):
     """.config of out from the flavour's fragments (the caller holds out's lock)."""
-    frags = config_fragments(FLAVORS[flavor])
+    frags = config_fragments(FLAVORS[flavor], CONFIG_DIR)
     key = file_hash(frags)
     stamp = out / ".lkmm-config"
     if stamp_ok(stamp, key) and (out / ".config").exists():
@@ -132,7 +132,7 @@ def configure(out, flavor, env):
 
 
 def build_key(src_key, flavor):
-    cfg = file_hash(config_fragments(FLAVORS[flavor]))
+    cfg = file_hash(config_fragments(FLAVORS[flavor], CONFIG_DIR))
     gccv = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout
     return h(src_key, cfg, gccv, "W=1", flavor, *FLAVOR_MAKE_ARGS.get(flavor, []),
              *sorted("%s=%s" % kv for kv in KBUILD_ENV.items()))

@@ -42,18 +42,18 @@ def vdir():
     return cache_dir() / ("verify-" + _SERIES[0] if _SERIES[0] else "verify")
 
 
-def results_dir():
-    return RESULTS_DIR / _SERIES[0] if _SERIES[0] else RESULTS_DIR
+def results_dir(results=RESULTS_DIR):
+    return Path(results) / _SERIES[0] if _SERIES[0] else Path(results)
 
 
-def config_fragments(names):
+def config_fragments(names, config_dir=CONFIG_DIR):
     """The config fragment files of a flavour: each common one, then its
     version override when the base's version has one."""
     out = []
     for n in names:
-        out.append(CONFIG_DIR / n)
-        if _SERIES[0] and (CONFIG_DIR / _SERIES[0] / n).exists():
-            out.append(CONFIG_DIR / _SERIES[0] / n)
+        out.append(Path(config_dir) / n)
+        if _SERIES[0] and (Path(config_dir) / _SERIES[0] / n).exists():
+            out.append(Path(config_dir) / _SERIES[0] / n)
     return out
 
 

@@ -28,7 +28,7 @@ from .initramfs import build_initramfs
 from .involve import involvement, series_changes
 from .kcsan import groups, parse_kcsan, report, summarise_kcsan, with_pcs
 from .vbuild import build_kernel
-from .vcommon import results_dir
+from .vcommon import RESULTS_DIR, results_dir
 
 # Defaults of `verify --kcsan` (the tuning that found the most btrfs races here,
 # see qemu-test/README.md).
@@ -115,7 +115,7 @@ def keep_log(text, dest):
 def write_results(run, text, results, tag):
     """results/kcsan-<time>[-tag].*: a name no other run has taken, the logs
     and the report first, the .json last; returns the <time>[-tag] part."""
-    rdir = results_dir()
+    rdir = results_dir(RESULTS_DIR)
     rdir.mkdir(parents=True, exist_ok=True)
     with locked("results" + str(rdir), "the KCSAN results in %s" % rdir):
         stamp = time.strftime("%Y%m%d-%H%M%S") + ("-" + tag if tag else "")
