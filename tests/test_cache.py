@@ -28,8 +28,9 @@ from pathlib import Path
 from lkmm_mark import tree, facts
 step = sys.argv[1]
 if step == "unpack":
-    tree.TARBALL = Path(os.environ["FAKE_TARBALL"])
-    tree.installed_version = lambda: "1.0"
+    tarball = Path(os.environ["FAKE_TARBALL"])
+    tree.package_of = lambda kernel=None: ("linux-source-6.1", "1.0", tarball)
+    tree.installed_version = lambda kernel=None: "1.0"
     d = tree.pristine_tree()
     print(sorted(p.name for p in d.iterdir()))
 elif step == "facts":

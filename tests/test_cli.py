@@ -34,6 +34,16 @@ class CliErrors(unittest.TestCase):
         self.check_error(run("bench", "--runs", "0", "--tree", "/nonexistent/tree"),
                          "--runs must be at least 1")
 
+    def test_unknown_kernel(self):
+        """--kernel knows 6.1 and 6.12; anything else is one line, before
+        any tree is looked at."""
+        for cmd in (["report"], ["series", "--check"], ["am"], ["bisect"], ["verify"],
+                    ["provision"]):
+            r = run(*cmd, "--kernel", "5.10")
+            self.check_error(r, "unknown kernel version '5.10' for --kernel (known: 6.1, 6.12)")
+            self.assertEqual(r.returncode, 2)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
     def test_not_a_kernel_tree(self):
         with tempfile.TemporaryDirectory() as d:
             self.check_error(run("report", "--tree", d), "not a kernel tree")

@@ -159,6 +159,18 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertTrue(dn.contexts[0].startswith("obj_wait() as ->wait"), dn.contexts)
         self.assertTrue(dn.contexts[0].endswith("-> obj_done()"), dn.contexts)
 
+    def test_asserted_flag(self):
+        """flag_asserted_private without its 'new_object_flags' entry: the
+        clone's store is a shared locked store again, and the lockless
+        load of start is marked; with it, only gen (stored before the
+        assertion) is."""
+        without = self.marks("flag_asserted_private", "{}")
+        self.assertEqual(without[("leaf_start", "start")], "READ_ONCE")
+        self.assertEqual(without[("leaf_next", "start")], "WRITE_ONCE")
+        got = self.marks("flag_asserted_private")
+        self.assertNotIn(("leaf_start", "start"), got)
+        self.assertEqual(got[("leaf_gen", "gen")], "READ_ONCE")
+
     def test_every_paired_site_names_a_counterpart_and_two_contexts(self):
         for name in ("racing_pairs", "config_guard", "state_guard", "exclusive_ops",
                      "writers_drain", "macro_accessors", "instance_roles",

@@ -420,6 +420,37 @@ class CommittedSeries(unittest.TestCase):
                                                           cover, re.M)))
 
 
+def _cached_612():
+    """The 6.12 tree in the cache, unpacked and stamped (never fetched here)."""
+    from lkmm_mark.tree import cache_dir, package_of
+    pkg = package_of("6.12")[0]
+    return (cache_dir() / pkg).is_dir() and (cache_dir() / (pkg + ".unpacked")).exists()
+
+
+class CommittedSeries612(unittest.TestCase):
+    """patches/6.12/, the series of --kernel 6.12: checked like patches/."""
+
+    @unittest.skipUnless(_cached_612(), "linux-source-6.12 is not in the cache "
+                         "(scripts/lkmm-mark provision --kernel 6.12)")
+    def test_regenerating_changes_nothing(self):
+        r = subprocess.run(LKMM + ["series", "--kernel", "6.12", "--check"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("patches/6.12 is current", r.stdout)
+
+    def test_apart_from_the_61_series(self):
+        """patches/*.patch is 6.1's alone; the 6.12 cover letter names its base."""
+        d = REPO / "patches" / "6.12"
+        self.assertTrue((d / "0000-cover-letter.patch").exists())
+        for p in _patches():
+            self.assertEqual(p.parent, REPO / "patches")
+        cover = (d / "0000-cover-letter.patch").read_text()
+        from lkmm_mark.tree import KERNELS
+        self.assertIn("Base: Linux 6.12.", cover)
+        self.assertIn("(Debian linux-source-6.12 %s), fs/btrfs." % KERNELS["6.12"][1], cover)
+        self.assertIn("checkpatch.pl --strict: 0 errors, 0 warnings", cover)
+
+
 class RewriteCommand(unittest.TestCase):
     def fake_tree(self, tmp):
         t = Path(tmp) / "k"

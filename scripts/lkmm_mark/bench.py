@@ -28,7 +28,7 @@ def run(args):
     runs = args.runs
     if runs < 1:
         raise UserError("--runs must be at least 1")
-    tree = ensure_tree(args.tree, args.target)
+    tree = ensure_tree(args.tree, args.target, args.kernel)
 
     def parse():
         subprocess.run(["spatch", "--parse-c", args.target], cwd=tree,

@@ -20,7 +20,7 @@ from .cachelock import child_kwargs, locked, write_atomic
 from .target import verify_spec
 from .tree import ensure_tree
 from .vbuild import build_env, build_kernel, make_args, run_logged
-from .vcommon import ensure_host_tools, h, progress, vdir
+from .vcommon import ensure_host_tools, h, progress, use_base, vdir
 from .vtrees import apply_patch, copy_tree, list_patches, prepare_pristine
 
 
@@ -77,12 +77,13 @@ def _bisect(patches, pristine, b0, key, res_file):
     return lines, failed
 
 
-def run(patch_dir, tree=None):
+def run(patch_dir, tree=None, kernel=None):
     ensure_host_tools()
     patches = list_patches(Path(patch_dir))
     if not patches:
         raise UserError("%s has no patches" % patch_dir)
-    base = ensure_tree(tree)
+    base = ensure_tree(tree, kernel=kernel)
+    use_base(base)
     pristine, bh = prepare_pristine(base)
     b0 = build_kernel(pristine, "base", bh)
     key = h(bh, *[p.read_bytes() for p in patches])

@@ -6,8 +6,18 @@ import sys
 from .tree import UserError
 
 
+KERNEL_HELP = "base kernel: Debian linux-source-6.1 (default) or -6.12, cached; the " \
+    "series directory follows it (patches/, patches/6.12/)"
+
+
+def _kernel(p):
+    # checked in main(): an unknown version is a one-line error
+    p.add_argument("--kernel", metavar="{6.1,6.12}", help=KERNEL_HELP)
+
+
 def _common(p):
-    p.add_argument("--tree", help="kernel tree (default: cached Debian linux-source-6.1)")
+    p.add_argument("--tree", help="kernel tree (default: the cached tree of --kernel)")
+    _kernel(p)
     p.add_argument("--target", default=None,
                    help="directory to analyse (default: policies/policies.json's default_target)")
     p.add_argument("--policies", help="policies directory (default: the repository's policies/)")
@@ -22,8 +32,10 @@ def build_parser():
     ap = argparse.ArgumentParser(prog="lkmm-mark", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
 
-    p = sub.add_parser("provision", help="install and unpack linux-source-6.1 into the cache")
+    p = sub.add_parser("provision", help="install and unpack linux-source-6.1 (or --kernel "
+                       "6.12) into the cache")
     p.add_argument("--tree")
+    _kernel(p)
 
     p = sub.add_parser("facts", help="run the spatch facts pass, write JSON")
     _common(p)
@@ -46,14 +58,16 @@ def build_parser():
     p = sub.add_parser("run", help="the main job: report, series into patches/, git am "
                        "check, then verify (build, sparse, boot, stress)")
     _common(p)
-    p.add_argument("--out", default=None, help="series directory (default: patches/)")
+    p.add_argument("--out", default=None, help="series directory (default: patches/, "
+                   "patches/6.12/ for --kernel 6.12)")
     p.add_argument("--signoff", help="'Name <email>' (default: git config)")
     p.add_argument("--stress-seconds", type=int, default=60)
     p.add_argument("--no-verify", action="store_true", help="stop after the series")
 
     p = sub.add_parser("series", help="write the git format-patch series")
     _common(p)
-    p.add_argument("--out", default=None, help="output directory (default: patches/)")
+    p.add_argument("--out", default=None, help="output directory (default: patches/, "
+                   "patches/6.12/ for --kernel 6.12)")
     p.add_argument("--signoff", help="'Name <email>' (default: git config)")
     p.add_argument("--check", action="store_true",
                    help="do not write; fail if the committed series would change")
@@ -65,6 +79,7 @@ def build_parser():
 
     p = sub.add_parser("verify", help="build, sparse, boot and stress the series in QEMU")
     p.add_argument("--tree")
+    _kernel(p)
     p.add_argument("--patches", default=None)
     p.add_argument("--kcsan", action="store_true")
     p.add_argument("--stress-seconds", type=int, default=None)
@@ -72,11 +87,22 @@ def build_parser():
 
     p = sub.add_parser("bisect", help="build the target after each patch of the series")
     p.add_argument("--tree")
+    _kernel(p)
     p.add_argument("--patches", default=None, help="series directory (default: patches/)")
 
     p = sub.add_parser("am", help="git am the series onto a scratch copy of the pristine tree")
     p.add_argument("--tree")
+    _kernel(p)
     p.add_argument("--patches", default=None, help="series directory (default: patches/)")
+
+    p = sub.add_parser("compare", help="what became of the 6.1 findings in another "
+                       "kernel version: fixed upstream, still flagged, or gone")
+    p.add_argument("--against", default="6.12", metavar="{6.12}",
+                   help="the other version (default 6.12)")
+    p.add_argument("--fields", action="store_true", help="also a table per 6.1 field")
+    p.add_argument("--groups", action="store_true",
+                   help="also one line per 6.1 field and function, with its class")
+    p.add_argument("--jobs", "-j", type=int, default=0, help="spatch workers (default: nproc)")
 
     p = sub.add_parser("bench", help="time the analysis against spatch --parse-c")
     _common(p)
@@ -101,20 +127,28 @@ def main(argv):
         if getattr(args, "target", "") is None:
             from .target import default_target
             args.target = default_target()
+        from .tree import resolve_kernel
+        args.kernel = resolve_kernel(getattr(args, "kernel", None), getattr(args, "tree", None))
         if args.cmd == "provision":
             from .tree import ensure_tree
-            print(ensure_tree(args.tree))
+            print(ensure_tree(args.tree, kernel=args.kernel))
             return 0
         if args.cmd == "bisect":
             from . import bisect
-            from .series import REPO
-            return bisect.run(args.patches or REPO / "patches", args.tree)
+            from .tree import patches_dir
+            return bisect.run(args.patches or patches_dir(args.kernel), args.tree, args.kernel)
         if args.cmd == "am":
             from .series import cmd_am
             return cmd_am(args)
         if args.cmd in ("series", "rewrite"):
             from . import series
             return getattr(series, "cmd_" + args.cmd)(args)
+        if args.cmd == "compare":
+            from . import compare
+            from .tree import check_kernel
+            if check_kernel(args.against) == "6.1":
+                raise UserError("--against: compare 6.1 with another version")
+            return compare.run(args)
         if args.cmd == "bench":
             from . import bench
             return bench.run(args)
@@ -139,7 +173,7 @@ def cmd_run(args):
     from .tree import ensure_tree, log
     args.check = False
     args.in_place = False
-    tree = ensure_tree(args.tree, args.target)
+    tree = ensure_tree(args.tree, args.target, args.kernel)
     d = get_plan(args, tree)
     n = sum(1 for s in d["sites"] if s["action"] != "none" and not s["test_code"])
     log("analysis: %d sites need a mark (%d functions not analysed)"
@@ -147,7 +181,8 @@ def cmd_run(args):
     rc = series.cmd_series(args)
     if rc != 0:
         return rc
-    out = args.out or str(series.REPO / "patches")
+    from .tree import patches_dir
+    out = args.out or str(patches_dir(args.kernel))
     ok, msg = series.git_am(tree, out, args.target)
     print(msg if ok else "lkmm-mark: error: " + msg)
     if not ok:
@@ -155,6 +190,6 @@ def cmd_run(args):
     if args.no_verify:
         return 0
     from . import verify
-    vargs = argparse.Namespace(tree=args.tree, patches=out, kcsan=False,
+    vargs = argparse.Namespace(tree=args.tree, kernel=args.kernel, patches=out, kcsan=False,
                                stress_seconds=args.stress_seconds, rest=[])
     return verify.main(vargs, plan_loader=_plan_loader)

@@ -15,7 +15,7 @@ from . import facts as facts_mod
 from . import factcheck
 from . import policy as policy_mod
 from .analysis import Analysis, Source
-from .tree import ensure_tree, UserError, require_tools
+from .tree import ensure_tree, kernel_series, UserError, require_tools
 
 
 def analyse(args, tree=None, check_tree=True):
@@ -36,9 +36,12 @@ def analyse(args, tree=None, check_tree=True):
 
 def _analyse(args, tree=None, check_tree=True):
     require_tools("spatch")
-    P = policy_mod.load(args.policies, policy_mod.subsystem_of(args.target))
     if tree is None:
-        tree = ensure_tree(args.tree, args.target) if check_tree else args.tree
+        tree = ensure_tree(args.tree, args.target, getattr(args, "kernel", None)) \
+            if check_tree else args.tree
+    # the facts as they hold for the tree's version (overrides.py)
+    P = policy_mod.load(args.policies, policy_mod.subsystem_of(args.target),
+                        kernel_series(tree))
     job = facts_mod.start(str(tree), args.target, args.jobs, not args.no_cache)
     files = facts_mod.source_files(str(tree), args.target)
     # read and tokenize the sources while spatch runs, in a thread of
@@ -160,7 +163,7 @@ def get_plan(args, tree=None):
     from .tree import cache_dir
     require_tools("spatch")
     if tree is None:
-        tree = ensure_tree(args.tree, args.target)
+        tree = ensure_tree(args.tree, args.target, getattr(args, "kernel", None))
     _wait_writers()
     key = _plan_key(args, tree)
     cfile = cache_dir() / "plans" / (key + ".json")
@@ -180,15 +183,15 @@ def get_plan(args, tree=None):
             with open(cfile) as f:
                 d = json.load(f)
             _stale_again(d, args)
-            evidence.confirm(d)
+            evidence.confirm(d, evidence.results_of(tree))
             return d
         A = analyse(args, tree=tree)
         d = plan_dict(A)
         cfile.parent.mkdir(parents=True, exist_ok=True)
         _write_behind(cfile, d)
-        # the races KCSAN saw (committed results): not in the cached plan,
-        # which does not depend on them
-        evidence.confirm(d)
+        # the races KCSAN saw (committed results of this kernel version):
+        # not in the cached plan, which does not depend on them
+        evidence.confirm(d, evidence.results_of(tree))
     finally:
         cachelock.release_fd(lock)
         if was:
@@ -294,7 +297,7 @@ def report_lines(A, include_all=False, tests=False):
 
 
 def cmd_facts(args):
-    tree = ensure_tree(args.tree, args.target)
+    tree = ensure_tree(args.tree, args.target, args.kernel)
     recs, cached = facts_mod.run(str(tree), args.target, args.jobs, not args.no_cache)
     with open(args.out, "w") as f:
         json.dump(recs, f, indent=0)

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """KCSAN evidence: the races the committed `verify --kcsan` runs observed
-on the pristine kernel (qemu-test/results/kcsan-*.json, run*-kcsan-*.json),
-matched to the plan's sites by file and line.
+on the pristine kernel (qemu-test/results/kcsan-*.json, run*-kcsan-*.json;
+those of another kernel version in qemu-test/results/<version>/), matched
+to the plan's sites by file and line.
 
 A marked site that KCSAN saw racing is in the tier 'confirmed' (above
 'paired', the racing pair the analysis shows, and 'lockset-only', the
@@ -20,6 +21,15 @@ from pathlib import Path
 from .target import default_target
 
 RESULTS = Path(__file__).resolve().parents[2] / "qemu-test" / "results"
+
+
+def results_of(tree, results=RESULTS):
+    """The committed results that speak of tree's code: a line number of
+    one version says nothing about another.  6.1 (and a tree without a
+    version) reads results/, any other version results/<version>/."""
+    from .tree import kernel_series
+    series = kernel_series(tree)
+    return results if series in (None, "6.1") else Path(results) / series
 
 
 def _loc(target):

@@ -95,10 +95,12 @@ def _role_fields(data):
     return out
 
 
-def wanted(path):
-    """(key, entry label, kind, name) for every name of one policy file."""
-    with open(path) as f:
-        data = json.load(f)
+def wanted(path, data=None):
+    """(key, entry label, kind, name) for every name of one policy file
+    (data: its facts as loaded, a version's replaced ones taken out)."""
+    if data is None:
+        with open(path) as f:
+            data = json.load(f)
     out = []
     for key, specs in NAMES.items():
         for entry in data.get(key, []) if isinstance(data.get(key), list) else []:
@@ -166,7 +168,7 @@ def check(P, tree, src, allow_stale=False):
         wide = Path(f).name in ("kernel.json", "policies.json")
         if wide and not headers:
             continue        # a tree without the kernel's headers: nothing to look in
-        for key, label, kind, name in wanted(f):
+        for key, label, kind, name in wanted(f, P.data.get(f)):
             # a declared pseudo-lock names a protocol, not a member
             ok = True if kind == "lock" and name in P.pseudo_locks else u.has(kind, name, wide)
             if ok is None:

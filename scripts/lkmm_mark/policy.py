@@ -26,6 +26,7 @@ SCHEMA = {
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
     "default_target": str, "seed": str,
+    "replaces": list,
 }
 
 
@@ -70,6 +71,8 @@ class Policies:
         self.non_calling = set()    # ALLOW_ERROR_INJECTION(fn, ..): names fn, adds no caller
         self.new_flags = []         # flags that keep a new object private (I_NEW)
         self.files = []
+        self.data = {}              # file -> its facts as loaded (a version's replaced out)
+        self.replaced = []          # (key, name) a version's override took out
 
     def is_lifecycle(self, fn):
         return fn in self.lifecycle or any(r.search(fn) for r in self.lifecycle_re)
@@ -112,10 +115,13 @@ def subsystem_of(target):
     return _target.subsystem_of(target)
 
 
-def load(pdir=None, subsystem=None):
+def load(pdir=None, subsystem=None, series=None):
     """The policies of pdir (policies/): the kernel-wide files and those of
     the subsystem (the default target's without one).  verify.json is
-    verify's description of the subsystem (target.py), not a policy."""
+    verify's description of the subsystem (target.py), not a policy.
+    series ('6.12'): the kernel version of the tree, whose overrides
+    (<subsystem>/<series>/*.json, overrides.py) replace and add facts."""
+    from . import overrides
     pdir = Path(pdir) if pdir else DEFAULT_DIR
     if not pdir.is_dir():
         raise UserError("%s: no such policies directory" % pdir)
@@ -124,13 +130,18 @@ def load(pdir=None, subsystem=None):
     if sub.is_dir():
         files += sorted(f for f in sub.glob("*.json") if f.name != _target.VERIFY_FILE)
     P = Policies()
+    base = []
     for f in files:
         if not f.exists():
             if f.name in ("policies.json", "kernel.json"):
                 raise UserError("%s: missing policy file" % f)
             continue
-        d = _read(f)
+        base.append((f, _read(f)))
+    over = [(f, _read(f)) for f in overrides.version_files(sub, series)]
+    P.replaced = overrides.apply(base, over)
+    for f, d in base + over:
         P.files.append(str(f))
+        P.data[str(f)] = d
         for key, value in d.items():
             loader = _LOADERS.get(key)
             if loader is not None:
@@ -367,9 +378,11 @@ def _arg_map(attr, what):
 def _new_object_flags(P, f, entries):
     for b in entries:
         _need(f, b, ("member", "flag", "publish", "reason"), "new_object_flags")
-        if not isinstance(b["publish"], list) or not b["publish"]:
-            raise _err(f, "new_object_flags %s: publish must be a non-empty list of "
-                       "functions", b["flag"])
+        # empty: a flag that is never cleared, tested by an assertion
+        if not isinstance(b["publish"], list) or \
+                not all(isinstance(x, str) and x for x in b["publish"]):
+            raise _err(f, "new_object_flags %s: publish must be a list of functions",
+                       b["flag"])
         P.new_flags.append(b)
 
 

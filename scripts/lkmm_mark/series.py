@@ -25,7 +25,7 @@ from .messages import ACTION_ORDER, TIERS, cover_text, message, subject, tier_of
 from .rewrite import load_comments, select_sites
 from .target import default_target, subsystem_of
 from .tree import UserError, cache_dir, log, kernel_version, installed_version, \
-    PACKAGE, PACKAGE_VERSION, ensure_tree, require_tools
+    ensure_tree, package_of, patches_dir, pristine_package, require_tools
 
 REPO = Path(__file__).resolve().parents[2]
 DATE = "Thu, 1 Jan 2026 00:00:00 +0000"
@@ -182,14 +182,13 @@ def checkpatch(tree, patch):
 def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=True):
     comments = load_comments()
     texts = rule_texts(policies_dir)
-    reports = evidence.pristine_reports(target=plan["target"])
+    reports = evidence.pristine_reports(evidence.results_of(tree), target=plan["target"])
     sites = select_sites(plan)
     edits, applied, skipped = compute_edits(tree, sites, comments)
     groups = group_sites(plan, sites, applied)
     name, mail = identity(args, out_dir)
     kv = kernel_version(tree)
-    pv = installed_version() if Path(tree).resolve() == (cache_dir() / PACKAGE).resolve() \
-        else None
+    pkg, pv = pristine_package(tree)
     work = Path(tempfile.mkdtemp(prefix="series-", dir=str(cache_dir())))
     try:
         repo = work / "repo"
@@ -238,7 +237,7 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
         cover = pats[0].read_text()
         cover = cover.replace("*** SUBJECT HERE ***", "%s: access shared fields according to "
                               "ACCESS_ONCE policies" % subsystem_of(plan["target"]))
-        base = "Linux %s" % kv + (" (Debian %s %s)" % (PACKAGE, pv) if pv else "")
+        base = "Linux %s" % kv + (" (Debian %s %s)" % (pkg, pv) if pv else "")
         cover = cover.replace("*** BLURB HERE ***",
                               cover_text(plan, groups, skipped, cps, base, texts))
         pats[0].write_text(cover)
@@ -275,20 +274,21 @@ def _plan(args, tree):
 
 def cmd_series(args):
     require_tools("git", "perl")
-    tree = ensure_tree(args.tree, args.target)
+    tree = ensure_tree(args.tree, args.target, args.kernel)
     kv = kernel_version(tree)
-    pv = installed_version()
-    if not args.tree and pv and pv != PACKAGE_VERSION:
+    pkg, pinned, _ = package_of(args.kernel)
+    pv = installed_version(args.kernel)
+    if not args.tree and pv and pv != pinned:
         log("note: the installed %s is %s, the committed series is for %s; "
-            "the series is regenerated for %s" % (PACKAGE, pv, PACKAGE_VERSION, pv))
-    out_dir = Path(args.out) if args.out else REPO / "patches"
+            "the series is regenerated for %s" % (pkg, pv, pinned, pv))
+    out_dir = Path(args.out) if args.out else patches_dir(args.kernel)
     if args.check:
         cover = out_dir / "0000-cover-letter.patch"
         if cover.exists():
             m = re.search(r"^Base: (.*), %s\.$" % re.escape(args.target), cover.read_text(), re.M)
             here = "Linux %s" % kv
             if pv and not args.tree:
-                here += " (Debian %s %s)" % (PACKAGE, pv)
+                here += " (Debian %s %s)" % (pkg, pv)
             if m and m.group(1) != here:
                 raise UserError("the committed series is for %s, the tree here is %s; "
                                 "regenerate with scripts/lkmm-mark series" % (m.group(1), here))
@@ -336,7 +336,7 @@ def _dirty(tree, target):
 
 
 def cmd_rewrite(args):
-    tree = ensure_tree(args.tree, args.target)
+    tree = ensure_tree(args.tree, args.target, args.kernel)
     if args.in_place:
         if not args.tree:
             raise UserError("--in-place needs an explicit --tree (the cached "
@@ -402,7 +402,7 @@ def git_am(tree, patch_dir, target=None):
 
 def cmd_am(args):
     require_tools("git")
-    tree = ensure_tree(args.tree)
-    ok, msg = git_am(tree, args.patches or REPO / "patches")
+    tree = ensure_tree(args.tree, kernel=args.kernel)
+    ok, msg = git_am(tree, args.patches or patches_dir(args.kernel))
     print(msg if ok else "lkmm-mark: error: " + msg, file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1

@@ -22,7 +22,10 @@ class Unpublished:
         iget5_locked() and every lookup wait on), from the test of the
         flag to the call that publishes it (unlock_new_inode()) or the end
         of the block: 'if (x->i_state & I_NEW) { ... }', or after
-        'if (!(x->i_state & I_NEW)) return ...;'."""
+        'if (!(x->i_state & I_NEW)) return ...;'; or from an assertion
+        that the flag is set, 'ASSERT(test_bit(FLAG, &x->member));', to
+        the publishing call or the end of fn (an object no lookup ever
+        returns: a flag that is never cleared, no publish function)."""
         out = {}
         if not self.P.new_flags:
             return out
@@ -30,37 +33,59 @@ class Unpublished:
         lo, hi = fn.body_start, fn.body_end
         for spec in self.P.new_flags:
             for k in range(lo + 1, hi - 8):
-                if toks[k].text != "if" or toks[k + 1].text != "(":
+                w = self._flag_if(toks, k, hi, spec) or self._flag_assert(toks, k, hi, spec)
+                if w is None:
                     continue
-                neg = toks[k + 2].text == "!" and toks[k + 3].text == "("
-                a = k + 4 if neg else k + 2
-                if not (toks[a].kind == "id" and toks[a + 1].text == "->" and
-                        toks[a + 2].text == spec["member"] and toks[a + 3].text == "&" and
-                        toks[a + 4].text == spec["flag"] and toks[a + 5].text == ")"):
-                    continue
-                name = toks[a].text
-                close = a + 5 if not neg else a + 6
-                if neg:
-                    if toks[close].text != ")" or toks[close + 1].text != "return":
-                        continue
-                    start = close + 1
-                    while start < hi and toks[start].text != ";":
-                        start += 1
-                    end = hi
-                else:
-                    if toks[close + 1].text != "{":
-                        continue
-                    start = close + 1
-                    end = csrc.match_paren(toks, start)
+                name, start, end = w
                 for j in range(start, end):
                     if toks[j].text in spec["publish"] and toks[j + 1].text == "(":
                         args = self._call_args(fn.file, j) or []
                         if any(b - a2 == 1 and toks[a2].text == name for a2, b in args):
                             end = j
                             break
-                out.setdefault(name, (start, end, "new: %s is set in %s->%s until %s() (%s)" % (
-                    spec["flag"], name, spec["member"], spec["publish"][0], spec["reason"])))
+                out.setdefault(name, (start, end, "new: %s is set in %s->%s%s (%s)" % (
+                    spec["flag"], name, spec["member"],
+                    " until %s()" % spec["publish"][0] if spec["publish"] else "",
+                    spec["reason"])))
         return out
+
+    @staticmethod
+    def _flag_if(toks, k, hi, spec):
+        """(name, from, to) of 'if (x->member & FLAG) {' at k (the block)
+        or 'if (!(x->member & FLAG)) return ...;' (the rest of fn)."""
+        if toks[k].text != "if" or toks[k + 1].text != "(":
+            return None
+        neg = toks[k + 2].text == "!" and toks[k + 3].text == "("
+        a = k + 4 if neg else k + 2
+        if not (toks[a].kind == "id" and toks[a + 1].text == "->" and
+                toks[a + 2].text == spec["member"] and toks[a + 3].text == "&" and
+                toks[a + 4].text == spec["flag"] and toks[a + 5].text == ")"):
+            return None
+        close = a + 5 if not neg else a + 6
+        if neg:
+            if toks[close].text != ")" or toks[close + 1].text != "return":
+                return None
+            start = close + 1
+            while start < hi and toks[start].text != ";":
+                start += 1
+            return toks[a].text, start, hi
+        if toks[close + 1].text != "{":
+            return None
+        return toks[a].text, close + 1, csrc.match_paren(toks, close + 1)
+
+    def _flag_assert(self, toks, k, hi, spec):
+        """(name, from, to) of 'ASSERT(test_bit(FLAG, &x->member));' at k:
+        the rest of fn."""
+        if toks[k].text not in self.P.assertions or k + 12 >= hi:
+            return None
+        want = ["(", "test_bit", "(", spec["flag"], ",", "&", None, "->", spec["member"],
+                ")", ")", ";"]
+        for n, w in enumerate(want, 1):
+            if w is not None and toks[k + n].text != w:
+                return None
+        if toks[k + 7].kind != "id":
+            return None
+        return toks[k + 7].text, k + 12, hi
 
     def _unreferenced(self):
         """Structs no struct of the target points to or embeds: other tasks

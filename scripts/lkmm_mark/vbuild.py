@@ -24,7 +24,8 @@ from pathlib import Path
 from .base import UserError, cache_dir
 from .cachelock import child_kwargs, ensure, remove_stamp, stamp_ok, write_atomic, write_stamp
 from .target import verify_spec
-from .vcommon import CONFIG_DIR, BuildError, ensure_host_tools, file_hash, h, nproc, progress, vdir
+from .vcommon import CONFIG_DIR, BuildError, config_fragments, ensure_host_tools, file_hash, \
+    h, nproc, progress, use_base, vdir
 from .vdiag import parse_diagnostics
 
 FLAVORS = {
@@ -52,10 +53,11 @@ def flavor_make_args(flavor):
 
 def fragments(flavor):
     """The config fragments of a flavour, in merge order: base.config, the
-    target subsystem's (verify.json's kernel_config), the flavour's own."""
+    target subsystem's (verify.json's kernel_config), the flavour's own;
+    each common one followed by its version override (config_fragments())."""
     names = FLAVORS[flavor]
-    return [CONFIG_DIR / names[0], verify_spec().kernel_config] + \
-        [CONFIG_DIR / n for n in names[1:]]
+    return config_fragments(names[:1], CONFIG_DIR) + [verify_spec().kernel_config] + \
+        config_fragments(names[1:], CONFIG_DIR)
 # A fixed, valid date for the kernel's version string and the initramfs
 # timestamps: the same bytes on every build (reproducible builds), and no
 # "date: invalid date" from the scripts that parse it.
@@ -117,7 +119,8 @@ def configure(out, flavor, env):
     stamp = out / ".lkmm-config"
     if stamp_ok(stamp, key) and (out / ".config").exists():
         return key
-    progress("configuring %s (tinyconfig + %s)" % (out, " ".join(f.name for f in frags)))
+    progress("configuring %s (tinyconfig + %s)" % (
+        out, " ".join(str(f.relative_to(CONFIG_DIR)) for f in frags)))
     out.mkdir(parents=True, exist_ok=True)
     remove_stamp(stamp)
     src = out.parent
@@ -130,13 +133,15 @@ def configure(out, flavor, env):
         if r.returncode != 0:
             raise UserError("config step failed: %s: %s" % (" ".join(cmd[:3]), r.stderr[-300:]))
     have = config_options(out / ".config")
+    want = {}
+    for f in frags:                         # a version's override wins
+        want.update(config_options(f))
     lost = []
-    for f in frags:
-        for k, v in config_options(f).items():
-            if k == "CONFIG_INITRAMFS_SOURCE":
-                continue
-            if have.get(k, "n") != v:
-                lost.append("%s=%s (got %s)" % (k, v, have.get(k, "unset")))
+    for k, v in want.items():
+        if k == "CONFIG_INITRAMFS_SOURCE":
+            continue
+        if have.get(k, "n") != v:
+            lost.append("%s=%s (got %s)" % (k, v, have.get(k, "unset")))
     if lost:
         raise UserError("config fragment options did not survive olddefconfig: " + ", ".join(lost))
     write_stamp(stamp, key)
@@ -225,6 +230,7 @@ def ensure_pristine_kernel(tree=None, flavor="base"):
     from .vtrees import prepare_pristine
     ensure_host_tools()
     base = ensure_tree(tree)
+    use_base(base)
     pristine, bh = prepare_pristine(base)
     return build_kernel(pristine, flavor, bh)
 
@@ -242,6 +248,7 @@ def main(argv=None):
     try:
         ensure_host_tools()
         base = ensure_tree(args.tree)
+        use_base(base)
         pristine, bh = prepare_pristine(base)
         builds = [build_kernel(pristine, args.flavor, bh)]
         if args.patched:

@@ -1,7 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """What the verification stages share: the repository's qemu-test paths, the
 cache directory of verify, the progress line, content hashes, the build
-error.  Imports only base (and deps, for the host tools)."""
+error.  Imports only base (and deps, for the host tools; tree, for a base
+tree's version).
+
+The cache directory, the KCSAN results and the config fragments follow the
+version of the base tree (`use_base()`): 6.1 keeps <cache>/verify,
+qemu-test/results/ and qemu-test/config/*.config; another version gets
+<cache>/verify-<version>, qemu-test/results/<version>/ and, after the
+common fragments, qemu-test/config/<version>/<fragment> where one exists
+(options that version renamed).  Two versions never share a tree, a build
+or a bisect entry, and a 6.12 run does not replace 6.1's."""
 import hashlib
 import os
 from pathlib import Path
@@ -18,8 +27,33 @@ class BuildError(Exception):
     pass
 
 
+_SERIES = [None]        # the base tree's version when it is not 6.1
+
+
+def use_base(base):
+    """Select the cache, results and config of base's kernel version."""
+    from .tree import DEFAULT_KERNEL, kernel_series
+    series = kernel_series(base)
+    _SERIES[0] = series if series not in (None, DEFAULT_KERNEL) else None
+
+
 def vdir():
-    return cache_dir() / "verify"
+    return cache_dir() / ("verify-" + _SERIES[0] if _SERIES[0] else "verify")
+
+
+def results_dir(results=RESULTS_DIR):
+    return Path(results) / _SERIES[0] if _SERIES[0] else Path(results)
+
+
+def config_fragments(names, config_dir=CONFIG_DIR):
+    """The config fragment files of a flavour: each common one, then its
+    version override when the base's version has one."""
+    out = []
+    for n in names:
+        out.append(Path(config_dir) / n)
+        if _SERIES[0] and (Path(config_dir) / _SERIES[0] / n).exists():
+            out.append(Path(config_dir) / _SERIES[0] / n)
+    return out
 
 
 def progress(msg):

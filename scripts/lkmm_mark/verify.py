@@ -33,9 +33,9 @@ from .boot import detect_accel, stress_guest
 from .initramfs import build_initramfs
 from .summary import check_table, guest_rows, result_row, secs as _secs
 from .target import verify_spec
-from .tree import ensure_tree
+from .tree import ensure_tree, patches_dir
 from .vbuild import build_kernel
-from .vcommon import REPO, BuildError, ensure_host_tools, progress
+from .vcommon import BuildError, ensure_host_tools, progress, use_base
 from .vdiag import new_items
 from .vkcsan import kcsan_compare, kcsan_remap
 from .voptions import parse_rest
@@ -132,10 +132,13 @@ def main(args, plan_loader=None):
     if secs < 5:
         raise UserError("--stress-seconds must be at least 5")
     ensure_host_tools()
-    base = ensure_tree(args.tree)
-    patches = list_patches(args.patches)
+    kernel = getattr(args, "kernel", None)
+    base = ensure_tree(args.tree, kernel=kernel)
+    use_base(base)
+    pdir = args.patches or patches_dir(kernel)
+    patches = list_patches(pdir)
     rows = Rows()
-    progress("%d patches from %s" % (len(patches), args.patches or (REPO / "patches")))
+    progress("%d patches from %s" % (len(patches), pdir))
     pristine, bh = prepare_pristine(base)
     patched, ph = prepare_patched(base, bh, patches)
     t = dict(base=base, pristine=pristine, patched=patched, bh=bh, ph=ph)
@@ -161,6 +164,7 @@ def _standalone(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m lkmm_mark.verify", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tree")
+    ap.add_argument("--kernel", default=None)
     ap.add_argument("--patches", default=None)
     ap.add_argument("--kcsan", action="store_true")
     ap.add_argument("--stress-seconds", type=int, default=None)

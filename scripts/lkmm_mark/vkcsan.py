@@ -29,7 +29,7 @@ from .involve import involvement, series_changes
 from .kcsan import groups, parse_kcsan, report, run_subsystem, summarise_kcsan, with_pcs
 from .target import verify_spec
 from .vbuild import build_kernel
-from .vcommon import RESULTS_DIR
+from .vcommon import RESULTS_DIR, results_dir
 
 # Defaults of `verify --kcsan` (the tuning that found the most races here, see
 # qemu-test/README.md); the scope None is the target's subsystem (its name).
@@ -122,17 +122,18 @@ def keep_log(text, dest):
 def write_results(run, text, results, tag):
     """results/kcsan-<time>[-tag].*: a name no other run has taken, the logs
     and the report first, the .json last; returns the <time>[-tag] part."""
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    with locked("results" + str(RESULTS_DIR), "the KCSAN results in %s" % RESULTS_DIR):
+    rdir = results_dir(RESULTS_DIR)
+    rdir.mkdir(parents=True, exist_ok=True)
+    with locked("results" + str(rdir), "the KCSAN results in %s" % rdir):
         stamp = time.strftime("%Y%m%d-%H%M%S") + ("-" + tag if tag else "")
-        while list(RESULTS_DIR.glob("kcsan-%s.*" % stamp)):
+        while list(rdir.glob("kcsan-%s.*" % stamp)):
             time.sleep(1)               # another run's, this second
             stamp = time.strftime("%Y%m%d-%H%M%S") + ("-" + tag if tag else "")
         for name in run["kernels"]:
             keep_log(results[name]["res"].console,
-                     RESULTS_DIR / ("kcsan-%s-%s-console.log" % (stamp, name)))
-        write_atomic(RESULTS_DIR / ("kcsan-%s.txt" % stamp), text + "\n")
-        write_atomic(RESULTS_DIR / ("kcsan-%s.json" % stamp), json.dumps(run, indent=1) + "\n")
+                     rdir / ("kcsan-%s-%s-console.log" % (stamp, name)))
+        write_atomic(rdir / ("kcsan-%s.txt" % stamp), text + "\n")
+        write_atomic(rdir / ("kcsan-%s.json" % stamp), json.dumps(run, indent=1) + "\n")
     return stamp
 
 
@@ -229,6 +230,7 @@ def kcsan_remap(path, trees, patches, plan_loader=None):
 def main(argv=None):
     import argparse
     from .tree import ensure_tree
+    from .vcommon import use_base
     from .vcommon import BuildError, ensure_host_tools
     from .voptions import parse_rest
     from .vtrees import list_patches, prepare_patched, prepare_pristine
@@ -244,6 +246,7 @@ def main(argv=None):
         opts = parse_rest(args.rest)
         ensure_host_tools()
         base = ensure_tree(args.tree)
+        use_base(base)
         patches = list_patches(args.patches)
         pristine, bh = prepare_pristine(base)
         patched, ph = prepare_patched(base, bh, patches)

@@ -56,6 +56,7 @@ def run_sparse(build, src_key):
 
 def main(argv=None):
     from .tree import ensure_tree
+    from .vcommon import use_base
     from .vbuild import build_kernel
     from .vcommon import ensure_host_tools
     from .vtrees import list_patches, prepare_patched, prepare_pristine
@@ -68,6 +69,7 @@ def main(argv=None):
     try:
         ensure_host_tools()
         base = ensure_tree(args.tree)
+        use_base(base)
         src, key = prepare_pristine(base)
         b = build_kernel(src, "base", key)
         if args.patched:

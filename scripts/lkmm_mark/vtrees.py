@@ -62,7 +62,7 @@ def tree_hash(root):
 
 def list_patches(pdir):
     if pdir is None:
-        d = REPO / "patches"
+        d = REPO / "patches"        # 6.1's: verify and bisect name other versions' dirs
         if not d.is_dir():
             return []
     else:
@@ -189,6 +189,7 @@ def prepare_patched(base, bh, patches):
 
 def main(argv=None):
     from .tree import ensure_tree
+    from .vcommon import use_base
     ap = argparse.ArgumentParser(prog="python3 -m lkmm_mark.vtrees", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tree", help="base kernel tree (default: cached linux-source-6.1)")
@@ -197,6 +198,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     try:
         base = ensure_tree(args.tree)
+        use_base(base)
         pristine, bh = prepare_pristine(base)
         print("pristine %s %s" % (pristine, bh))
         if not args.pristine_only:
