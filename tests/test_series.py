@@ -38,8 +38,9 @@ SEED_DIRS += [REPO.parent / "shared" / "seeds", Path("/work/shared/seeds")]
 LKMM = [sys.executable, str(REPO / "scripts" / "lkmm-mark")]
 
 
-def rewrite_fixture(d):
-    """{file name: rewritten text}, sorted skipped lines."""
+def rewrite_fixture(d, locals_=True):
+    """{file name: rewritten text}, sorted skipped lines; locals_=False
+    keeps every data_race() in place (as spatch's patch mode does)."""
     A = analyse_fixture(d)
     plan = plan_dict(A)
     sites = series.select_sites(plan)
@@ -51,7 +52,7 @@ def rewrite_fixture(d):
     for f, ss in byf.items():
         name = f[len(TARGET) + 1:]
         src = (d / name).read_text()
-        E, app, sk = rewrite.plan_file_edits(src, ss, comments)
+        E, app, sk = rewrite.plan_file_edits(src, ss, comments, locals_=locals_)
         for s in plan["sites"]:
             if (s["file"], s["line"], s["column"]) in rewrite.nested_outer(E, app):
                 s["nested"] = True
@@ -87,6 +88,109 @@ def strip_c(text):
     return re.sub(r"\s+", "", text)
 
 
+_LABEL = re.compile(r"\s*(\w+|case .*|default)\s*:\s*$")
+_HEADER = re.compile(r"\s*((else\s+)?if|for|while)\b.*\)\s*$|\s*else\s*$")
+_COMMENT_END = re.compile(r".*\*/\s*$")
+
+
+def _is_load(text):
+    """A code line with a data_race() (not a comment that names one)."""
+    return "data_race(" in text and not text.strip().startswith(("/*", "*", "//"))
+
+
+def hunk_lines(patch):
+    """The new side of each hunk of a patch: [[(added, text)]]."""
+    hunks = []
+    for l in patch.split("\n"):
+        if l.startswith("@@"):
+            hunks.append([])
+        elif l == "-- " or l.startswith("diff "):
+            hunks.append(None)
+        elif hunks and hunks[-1] is not None and l[:1] in (" ", "+"):
+            hunks[-1].append((l[:1] == "+", l[1:]))
+    return [h for h in hunks if h]
+
+
+def _comment_top(lines, i):
+    """Index of the first line of the comment that ends on line i; -1 when
+    it starts above the lines given (a hunk's context), None when code
+    comes before it on its line."""
+    k = i
+    while k >= 0 and "/*" not in lines[k][1]:
+        k -= 1
+    if k < 0:
+        return -1
+    if lines[k][1][:lines[k][1].index("/*")].strip():
+        return None
+    return k
+
+
+def data_race_comment_faults(lines, only_added=True):
+    """(line, why) for each data_race() line (added, with only_added)
+    whose comment is not right above it (checkpatch) or is not above a
+    statement: walking up from the comment over other comments and blank
+    lines, the code line found must end a statement (';', '{', '}'), be a
+    label, a preprocessor line or an if/else/loop header."""
+    out = []
+    for i, (added, text) in enumerate(lines):
+        if not _is_load(text) or (only_added and not added):
+            continue
+        if i == 0 or not _COMMENT_END.match(lines[i - 1][1]):
+            out.append((text, "no comment right above"))
+            continue
+        k = _comment_top(lines, i - 1)
+        if k == 0:
+            out.append((text, "cannot see the code above the comment"))
+            continue
+        while k is not None and k > 0:
+            prev = lines[k - 1][1]
+            if not prev.strip():
+                k -= 1
+            elif _COMMENT_END.match(prev):
+                k = _comment_top(lines, k - 1)
+            else:
+                break
+        if k is None:
+            out.append((text, "comment after code on its line"))
+            continue
+        if k < 0:
+            continue        # above a comment that begins before the hunk
+        prev = lines[k - 1][1].rstrip() if k > 0 else None
+        if prev is None:
+            out.append((text, "cannot see the code above the comment"))
+        elif not (prev.endswith((";", "{", "}")) or _LABEL.match(prev) or
+                  prev.lstrip().startswith("#") or _HEADER.match(prev)):
+            out.append((text, "comment inside a statement, after %r" % prev.strip()))
+    return out
+
+
+def data_race_comment_uses(lines, uses):
+    """(line, comment text, expected text) of each data_race() whose use is
+    known: the call its line starts with, or for a load into a local the
+    call of the statement after the loads, classified by uses."""
+    from lkmm_mark.diagread import use_of
+    out = []
+    for i, (added, text) in enumerate(lines):
+        if not _is_load(text) or not added:
+            continue
+        m = re.match(r"\s*/\* (.*) \*/\s*$", lines[i - 1][1])
+        j = i
+        if re.match(r"\s*[\w *]+ = data_race\(", text):
+            j = i + 1
+            while j < len(lines) and (not lines[j][1].strip() or "data_race(" in lines[j][1] or
+                                      lines[j][1].strip().startswith(("/*", "*"))):
+                j += 1
+        c = re.match(r"\s*(\w+)\(", lines[j][1]) if j < len(lines) else None
+        u = use_of(uses, c.group(1), -1) if c else None
+        # a call whose use depends on the argument (WARN(cond, fmt, ...)) is
+        # left out: the line does not say which argument the load is for
+        by_arg = c and any("argument" in v and use_of([v], c.group(1), v["argument"])
+                           for v in uses)
+        if m and u and not by_arg:
+            out.append((text.strip(), m.group(1), u["text"]))
+    return out
+
+
 class RewriteFixtures(unittest.TestCase):
     def check(self, name):
         d = FIXTURES / name
@@ -114,6 +218,34 @@ class RewriteFixtures(unittest.TestCase):
         """'if (!--x->f)' under the field's lock: the store moves before
         the if; 'else if' stays for a human."""
         self.check("rewrite_hoist")
+
+    def test_rewrite_diag(self):
+        """A data_race() on a continuation line of a message or an assertion:
+        the value is loaded into a local before the statement, the comment
+        above the load; the comment names the use (message, check, trace);
+        a load a condition guards, a loop header, an #if in the way: left."""
+        self.check("rewrite_diag")
+        res = (FIXTURES / "rewrite_diag" / "diag.res").read_text()
+        lines = [(True, l) for l in res.split("\n")]
+        self.assertEqual(data_race_comment_faults(lines), [])
+        uses = series.load_comments()["diagnostic-read-uses"]
+        text = {u["use"]: u["text"] for u in uses}
+        for use, line in (("message", "\t\td_gen = data_race(d->gen);"),
+                          ("message", "\tstruct task *owner = data_race(d->owner);"),
+                          ("assertion", "\tint state = data_race(d->state);"),
+                          ("assertion", "\t\tWARN(data_race(d->size) > 4, "),
+                          ("message", "\t\tu64 size = data_race(d->size);"),
+                          ("trace", "\ttrace_dev_size(data_race(d->size));"),
+                          ("message", "\t\tmode = data_race(d->mode);"),
+                          ("message", "\tunsigned long errors = data_race(d->errors);")):
+            self.assertIn("/* %s */\n%s" % (text[use], line), res)
+        checked = data_race_comment_uses(lines, uses)
+        self.assertGreaterEqual(len(checked), 8)
+        self.assertEqual([c for c in checked if c[1] != c[2]], [])
+        # the fault finder finds faults: the old placement, inside the call
+        old = [(True, l) for l in ("\tfx_err(d, \"bad %llu\",", "\t       /* x */",
+                                   "\t       data_race(d->gen));")]
+        self.assertEqual(len(data_race_comment_faults(old)), 1)
 
     def test_forms_cover_each_rewrite(self):
         res = (FIXTURES / "rewrite_forms" / "forms.res").read_text()
@@ -150,7 +282,8 @@ class RewriteFixtures(unittest.TestCase):
                 self.assertIn("/*", lines[i - 1])
 
     def test_second_run_asks_nothing(self):
-        for name, src in (("rewrite_forms", "forms"), ("seed_eb_locking", "locking")):
+        for name, src in (("rewrite_forms", "forms"), ("seed_eb_locking", "locking"),
+                          ("rewrite_diag", "diag")):
             with tempfile.TemporaryDirectory() as tmp:
                 d = Path(tmp) / name
                 shutil.copytree(FIXTURES / name, d)
@@ -185,7 +318,7 @@ class SeedCommit(unittest.TestCase):
 class CocciPatchMode(unittest.TestCase):
     def test_same_marks_as_the_series(self):
         d = FIXTURES / "rewrite_forms"
-        out, skipped, plan = rewrite_fixture(d)
+        out, skipped, plan = rewrite_fixture(d, locals_=False)
         skip = {(l.split(":")[0], int(l.split(":")[1]), int(l.split(":")[2])) for l in skipped}
         plan["sites"] = [s for s in plan["sites"]
                          if (s["file"][len(TARGET) + 1:], s["line"], s["column"]) not in skip]
@@ -209,8 +342,10 @@ class CocciPatchMode(unittest.TestCase):
 class CocciPatchModeBtrfs(unittest.TestCase):
     def test_btrfs_same_marks_as_the_series(self):
         """On all of 6.1 fs/btrfs, spatch -D patch makes the series' marks
-        (comments and line breaks aside), except the nested loads the plan
-        leaves to the series rewriter."""
+        (comments and line breaks aside, and a data_race() kept in place
+        where the series loads the value into a local before the
+        statement), except the nested loads the plan leaves to the series
+        rewriter."""
         from lkmm_mark.tree import ensure_tree
         base = ensure_tree(None)
         with tempfile.TemporaryDirectory(prefix="lkmm-cocci-") as tmp:
@@ -233,9 +368,12 @@ class CocciPatchModeBtrfs(unittest.TestCase):
                                capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             sites = series.select_sites(plan)
-            edits, applied, skipped = series.compute_edits(base, sites, series.load_comments())
+            edits, applied, skipped = series.compute_edits(base, sites, series.load_comments(),
+                                                           locals_=False)
+            # nested loads, and sites the series leaves for a human (its
+            # placement of a data_race() may leave one that stays in place here)
             nested = {(s["file"], s["line"], s["column"]) for s in plan["sites"]
-                      if s.get("nested")}
+                      if s.get("nested") or s.get("rewrite")}
             differ = []
             for f, E in sorted(edits.items()):
                 keys = {k for k in applied if k[0] == f and k not in nested}
@@ -371,6 +509,26 @@ class CommittedSeries(unittest.TestCase):
             self.assertIn("%s:%d %s.%s in %s()," % (x["file"].split("/")[-1], x["line"],
                                                     x["struct"], x["field"], x["function"]),
                           cover)
+
+    def test_data_race_comments_above_statements(self):
+        """Every data_race() the series adds has its comment right above its
+        line (checkpatch), and that comment is above a statement, never in
+        an argument list or a condition; its text says the use (message,
+        check) of the call around it, and the texts vary."""
+        uses = series.load_comments()["diagnostic-read-uses"]
+        faults, checked, texts, n = [], [], set(), 0
+        for p in _patches()[1:]:
+            for h in hunk_lines(p.read_text()):
+                faults += [(p.name,) + f for f in data_race_comment_faults(h)]
+                checked += data_race_comment_uses(h, uses)
+                n += sum(1 for a, l in h if a and "data_race(" in l)
+                texts |= {h[i - 1][1].strip() for i, (a, l) in enumerate(h)
+                          if a and "data_race(" in l}
+        self.assertEqual(faults, [])
+        self.assertGreaterEqual(n, 20)
+        self.assertGreaterEqual(len(checked), n - 2)   # WARN(1, ...): use by argument
+        self.assertEqual([c for c in checked if c[1] != c[2]], [])
+        self.assertGreaterEqual(len(texts), 2, texts)
 
     def test_cover_letter(self):
         cover = (REPO / "patches" / "0000-cover-letter.patch").read_text()

@@ -373,6 +373,11 @@ def other_bug_lines(d):
 
 def plan_dict(A):
     sites = [a.as_dict() for a in A.accesses]
+    for d, a in zip(sites, A.accesses):
+        if d["action"] == "data_race":
+            # the rewrite may load the value into a local of this type
+            m = A.src.structs.get(a.struct, {}).get(a.field)
+            d["field_type"] = m.type if m is not None and not m.array else None
     annotate_rewrite(A.tree, sites, A.src)
     fields = {}
     for k, v in sorted(A.fields.items()):

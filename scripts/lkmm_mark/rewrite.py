@@ -21,8 +21,9 @@ import json
 import re
 from pathlib import Path
 
-from . import csrc
+from . import csrc, diagread
 from .csrc import tokenize
+from .cstmt import Skip, width, statement_start, comment_lines, indent_to as _indent
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,10 +34,6 @@ BINOP = {"+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>", "&&", "||", "?", ":
 STMT_START = {";", "{", "}", "else", "do"}
 HEADER_KW = {"if", "while", "for", "switch"}
 # Comment texts per rule: the seed commit's wording, kept in policies.json.
-
-
-class Skip(Exception):
-    pass
 
 
 def load_comments():
@@ -61,14 +58,6 @@ def select_sites(plan):
             if s["comment"]:
                 out.append(s)
     return out
-
-
-def width(s):
-    """Display width with 8-column tabs."""
-    w = 0
-    for ch in s:
-        w = (w // 8 + 1) * 8 if ch == "\t" else w + 1
-    return w
 
 
 class Source:
@@ -185,10 +174,15 @@ class Edits:
         self.spans = {}   # site key -> (start of its base, end of the field)
         self.values = {}  # store key -> the range of its stored value
         self.prefix = set()  # ++x->f / --x->f sites
-        self.dr_comment = None  # the data_race() comment, for wrapped lines
+        self.groups = {}    # site key -> the keys whose edits stand or fall together
 
     def insert(self, key, off, text, order):
         self.items.append((key, "ins", off, order, text, off))
+
+    def line(self, key, off, text, order):
+        """Whole lines inserted at the line start off (a local's declaration
+        or load): rendered before the chunk of lines they precede."""
+        self.items.append((key, "line", off, order, text, off))
 
     def replace(self, key, a, b, text):
         self.items.append((key, "rep", a, (1, 0), text, b))
@@ -204,17 +198,23 @@ class Edits:
         site's edits are known."""
         self.items.append((key, "late_stmt", off, (0, 0), (a, b, op, indent), off))
 
-    def render(self, keys, lo=0, hi=None):
+    def render(self, keys, lo=0, hi=None, at_lo=True):
+        """The text [lo, hi) with the edits of keys; at_lo=False leaves out
+        the whole lines inserted at lo (render_file() puts them first)."""
         hi = len(self.S.text) if hi is None else hi
         n = len(self.S.text)
         its = [it for it in self.items if it[0] in keys and it[5] <= hi and
-               (lo <= it[2] < hi or it[2] == hi == n)]
+               (lo <= it[2] < hi or it[2] == hi == n) and
+               (at_lo or it[1] != "line" or it[2] != lo)]
         its.sort(key=lambda it: (it[2], it[3]))
         out = []
         pos = lo
+        lines = set()
         for key, kind, off, order, text, e in its:
-            if off < pos:
+            if off < pos or kind == "line" and (off, order, text) in lines:
                 continue
+            if kind == "line":
+                lines.add((off, order, text))
             out.append(self.S.text[pos:off])
             out.append(text)
             pos = e
@@ -232,15 +232,16 @@ def _in_define(src, line):
         "define" in lines[k]
 
 
-def plan_file_edits(src, sites, comments, toks=None, at=None):
+def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True):
     """Edits for the sites of one file.  sites: plan dicts (action != none or
-    rule owner-read); toks: the tokens of src, when already at hand.
+    rule owner-read); toks: the tokens of src, when already at hand;
+    locals_=False keeps every data_race() where it is (diagread.py).
     Returns (Edits, applied keys, {key: skip reason})."""
     E = Edits(src, toks, at if toks is not None else None)
-    E.dr_comment = comments.get("diagnostic-read")
     S = E.S
     applied, skipped = [], {}
     stmt_comments = {}
+    diag = []   # data_race() sites: diagread places them and their comments
     for s in sorted(sites, key=lambda s: (s["line"], s["column"])):
         key = (s["file"], s["line"], s["column"])
         try:
@@ -327,22 +328,23 @@ def plan_file_edits(src, sites, comments, toks=None, at=None):
             c = comments.get(s["rule"])
             if c and s.get("comment", True) is False and s["rule"] != "owner-read":
                 c = None
-            if c and (s["rule"] != "owner-read" or s.get("comment")):
-                st = statement_start(S, j)
-                if s["action"] == "data_race" and S.toks[i].line != S.toks[st].line:
-                    # checkpatch wants the comment right above the data_race() line
-                    st = _first_on_line(S, i)
-                stmt_comments.setdefault(st, []).append((key, s, c, i))
+            if s["action"] == "data_race":
+                diag.append((key, s, i, j))
+            elif c and (s["rule"] != "owner-read" or s.get("comment")):
+                stmt_comments.setdefault(statement_start(S, j), []).append((key, s, c, i))
             if s["rule"] != "owner-read":
                 applied.append(key)
         except Skip as e:
             skipped[key] = str(e)
+    for key, why in diagread.place(E, diag, comments, stmt_comments, locals_).items():
+        applied.remove(key)
+        skipped[key] = why
     # sites that together make a line too long for checkpatch are left out
     while True:
         bad = long_line_keys(E, set(applied))
         if not bad:
             break
-        for key in bad:
+        for key in {k for b in bad for k in E.groups.get(b, {b})}:
             E.items = [it for it in E.items if it[0] != key]
             applied.remove(key)
             skipped[key] = "the marked line would exceed 100 columns"
@@ -424,40 +426,6 @@ def _indent_of(S, k):
     return ind if not ind.strip() else None
 
 
-def statement_start(S, j):
-    """Token index of the first token of the statement containing token j."""
-    depth = 0
-    k = j - 1
-    while k >= 0:
-        x = S.txt(k)
-        if x in (")", "]"):
-            depth += 1
-        elif x in ("(", "["):
-            if depth == 0:
-                pass  # we are inside these parentheses; keep going out
-            else:
-                depth -= 1
-        elif depth == 0 and x in (";", "{", "}"):
-            return k + 1
-        elif depth == 0 and x == ":" and k >= 1 and \
-                (S.toks[k - 1].kind == "id" or S.txt(k - 1) == "default"):
-            # label, 'default:' or 'case X:' (a ternary ':' has a '?' before)
-            q = k - 1
-            while q >= 0 and S.txt(q) not in (";", "{", "}", "?"):
-                q -= 1
-            if q < 0 or S.txt(q) != "?":
-                return k + 1
-        k -= 1
-    return 0
-
-
-def _first_on_line(S, i):
-    ln = S.toks[i].line
-    while i > 0 and S.toks[i - 1].line == ln:
-        i -= 1
-    return i
-
-
 def _place_comment(E, st, lst):
     S = E.S
     seen = set()
@@ -476,24 +444,6 @@ def _place_comment(E, st, lst):
             line = S.toks[i].line
             eol = S.starts[line - 1] + len(S.line_text(line))
             E.insert(key, eol, " /* %s */" % text, (5, 0))
-
-
-def comment_lines(text, indent, limit=80):
-    one = "%s/* %s */\n" % (indent, text)
-    if width(one.rstrip("\n")) <= limit:
-        return one
-    words = text.split()
-    lines, cur = [], ""
-    for w in words:
-        if cur and width("%s * %s %s" % (indent, cur, w)) > limit:
-            lines.append(cur)
-            cur = w
-        else:
-            cur = (cur + " " + w).strip()
-    if cur:
-        lines.append(cur)
-    return "%s/*\n%s%s */\n" % (indent, "".join("%s * %s\n" % (indent, l) for l in lines),
-                                indent)
 
 
 # ------------------------------------------------------------------ wrapping
@@ -580,26 +530,35 @@ def _chunks(E, items):
 
 def render_file(E, keys, wrap=True):
     """The file with the edits of keys applied; a grown line over 80 columns
-    (100 if it already was over 80) is wrapped."""
+    (100 if it already was over 80) is wrapped.  Whole lines inserted at
+    the start of a chunk (a local's declaration or load) come before it,
+    outside its realignment."""
     if not wrap or not keys:
         return E.render(keys)
-    its = [it for it in E.items if it[0] in keys]
+    its = [it for it in E.items if it[0] in keys and it[1] != "line"]
+    heads = {}
+    for it in sorted((it for it in E.items if it[0] in keys and it[1] == "line"),
+                     key=lambda it: it[3]):
+        # the same line of two sites (the blank line after the declarations) once
+        if it[3:5] not in heads.setdefault(it[2], []):
+            heads[it[2]].append(it[3:5])
+    heads = {off: [text for order, text in its] for off, its in heads.items()}
     touched = sorted({it[2] for it in its} | {it[5] for it in its})
     out = []
     S = E.S
     for lo, hi in _chunks(E, its):
+        out.extend(heads.get(lo, ()))
         a = bisect.bisect_left(touched, lo)
         if a >= len(touched) or touched[a] >= hi:
             out.append(S.text[lo:hi])
             continue
-        # a data_race() line keeps its comment right above it: wrap only at 100
         out.append(_render_chunk(E, keys, lo, hi))
     return "".join(out)
 
 
 def long_line_keys(E, keys):
     """Keys of the sites in chunks that render to a line over 100 columns."""
-    its = [it for it in E.items if it[0] in keys]
+    its = [it for it in E.items if it[0] in keys and it[1] != "line"]
     bad = set()
     touched = sorted({it[2] for it in its})
     for lo, hi in _chunks(E, its):
@@ -611,11 +570,6 @@ def long_line_keys(E, keys):
         if any(width(l) > 100 and l not in orig for l in text.split("\n")):
             bad.update(it[0] for it in its if lo <= it[2] < hi)
     return bad
-
-
-def _indent(col):
-    """White space to display column col, tabs first (kernel style)."""
-    return "\t" * (col // 8) + " " * (col % 8)
 
 
 def _tabify(line):
@@ -751,20 +705,16 @@ def _realign(orig, new, limit):
 
 def _render_chunk(E, keys, lo, hi):
     orig = E.S.text[lo:hi]
-    new = E.render(keys, lo, hi)
+    new = E.render(keys, lo, hi, at_lo=False)
     limit = 80 if max(width(l) for l in orig.split("\n")) <= 80 else 100
     out = []
     for l in _realign(orig.split("\n"), new.split("\n"), limit):
         if l not in orig:
             l = _tabify(l)
-        if width(l) > limit and l not in orig:
-            w = wrap_line(l, 100 if "data_race(" in l else limit).split("\n")
-            # a wrapped data_race() line: each piece keeps its comment above
-            for k, piece in enumerate(w):
-                if k and "data_race(" in piece and E.dr_comment:
-                    ind = re.match(r"[ \t]*", piece).group()
-                    out.append("%s/* %s */" % (ind, E.dr_comment))
-                out.append(piece)
+        # a data_race() line is not wrapped (its comment must stay right
+        # above it): up to 100 columns it stays, past them the site is left
+        if width(l) > limit and l not in orig and "data_race(" not in l:
+            out.extend(wrap_line(l, limit).split("\n"))
         else:
             out.append(l)
     return "\n".join(out)

@@ -40,8 +40,9 @@ def rule_texts(policies_dir=None):
 
 # ------------------------------------------------------------------ edits
 
-def compute_edits(tree, sites, comments):
-    """{file: Edits}, applied keys, {key: reason} for skipped sites."""
+def compute_edits(tree, sites, comments, locals_=True):
+    """{file: Edits}, applied keys, {key: reason} for skipped sites;
+    locals_=False keeps every data_race() in place (rewrite.plan_file_edits)."""
     byfile = collections.defaultdict(list)
     for s in sites:
         byfile[s["file"]].append(s)
@@ -49,7 +50,7 @@ def compute_edits(tree, sites, comments):
     for f in sorted(byfile):
         with open(Path(tree) / f, encoding="utf-8", errors="surrogateescape") as fh:
             src = fh.read()
-        E, app, sk = rewrite.plan_file_edits(src, byfile[f], comments)
+        E, app, sk = rewrite.plan_file_edits(src, byfile[f], comments, locals_=locals_)
         edits[f] = E
         applied.update(app)
         skipped.update(sk)
