@@ -11,6 +11,7 @@ import ast
 import subprocess
 import sys
 import unittest
+from pathlib import Path
 
 from vkernel_lib import SCRIPTS
 from lkmm_mark import verify
@@ -37,6 +38,21 @@ class Options(unittest.TestCase):
             verify.parse_rest(["--kcsan-seconds", "4"])
         with self.assertRaises(UserError):
             verify.parse_rest(["--smp"])
+
+
+class Fragments(unittest.TestCase):
+    def test_fragments_of_each_flavour_are_named(self):
+        """Every flavour merges base.config, the target subsystem's fragment
+        (outside qemu-test/config/) and its own, and the progress line can
+        name each (a merge once crashed naming the subsystem's)."""
+        from lkmm_mark import vbuild
+        for flavor in vbuild.FLAVORS:
+            frags = vbuild.fragments(flavor)
+            self.assertEqual(frags[0].name, "base.config")
+            self.assertTrue(all(Path(f).exists() for f in frags), frags)
+            names = [vbuild._frag_name(f) for f in frags]
+            self.assertIn("verify.config", names)
+            self.assertEqual(names[-1], vbuild.FLAVORS[flavor][-1])
 
 
 class Stages(unittest.TestCase):

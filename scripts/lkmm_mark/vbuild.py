@@ -112,6 +112,15 @@ def config_options(path):
     return opts
 
 
+def _frag_name(f):
+    """A fragment as the progress line names it: below qemu-test/config/
+    (a version's own: '6.12/base.config'), else the file's name."""
+    try:
+        return str(Path(f).relative_to(CONFIG_DIR))
+    except ValueError:
+        return Path(f).name
+
+
 def configure(out, flavor, env):
     """.config of out from the flavour's fragments (the caller holds out's lock)."""
     frags = fragments(flavor)
@@ -119,8 +128,7 @@ def configure(out, flavor, env):
     stamp = out / ".lkmm-config"
     if stamp_ok(stamp, key) and (out / ".config").exists():
         return key
-    progress("configuring %s (tinyconfig + %s)" % (
-        out, " ".join(str(f.relative_to(CONFIG_DIR)) for f in frags)))
+    progress("configuring %s (tinyconfig + %s)" % (out, " ".join(_frag_name(f) for f in frags)))
     out.mkdir(parents=True, exist_ok=True)
     remove_stamp(stamp)
     src = out.parent
