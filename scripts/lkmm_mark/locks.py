@@ -14,6 +14,7 @@ macros; while (1) and for (;;) are left only by break), switch/case,
 break/continue, return, forward goto to labels.
 Backward gotos end their path (the label's state is already fixed).
 """
+from . import correlate
 
 KEYWORDS = {"if", "else", "while", "for", "do", "switch", "case", "default", "return",
             "goto", "break", "continue", "sizeof", "typeof", "__typeof__", "__typeof",
@@ -168,10 +169,16 @@ class LockFlow:
             c = self._match(i + 1)
             st_then, st_else = self.cond(i + 2, c, st)
             j, s1 = self.stmt(c + 1, st_then, end)
+            key = correlate.key_of(t, i + 2, c)
             if j < end and t[j].text == "else":
                 j, s2 = self.stmt(j + 1, st_else, end)
-                return j, merge(s1, s2)
+                out = merge(s1, s2)
+                if out is not None:
+                    correlate.remember(out, s1, s2, key)
+                return j, out
             out = merge(s1, st_else)
+            if out is not None:
+                correlate.remember(out, s1, st_else, key)
             # 'if (!v) unlock(L);': L stays held on the paths where v is true
             if s1 is not None and st_else is not None and c == i + 4 and \
                     t[i + 2].text == "!" and t[i + 3].kind == "id":
@@ -356,6 +363,16 @@ class LockFlow:
                 if lo + 1 < hi:
                     s1 = self.expr(lo + 2, hi, s1)
                 return s1, merge(s0, s1)
+        again = correlate.held_when(st.cond, correlate.key_of(t, lo, hi)) if st.cond else {}
+        if again:
+            # the condition tested before, unchanged: the locks its branch
+            # took are held in this one (correlate.py)
+            s = self.expr(lo, hi, st)
+            s1 = s.copy()
+            for k, h in again.items():
+                s1.held.setdefault(k, How("%s (the same test at line %d was true)"
+                                          % (h.what, h.line), h.line))
+            return s1, s
         s = self.expr(lo, hi, st)
         if st.cond:
             self._short_circuit(lo, hi, st)
@@ -526,11 +543,13 @@ class LockFlow:
                     self.res.at[k] = guards.deref_state(t, k, st, self.resolve, self.hi)
             if guards is not None and tk.text in guards.members:
                 st = guards.at_member(t, k, hi, st, self.resolve, self.lo, self.hi)
-            if st.cond and tk.kind == "id" and k + 1 < hi and t[k + 1].text == "=" and \
-                    any(v == tk.text for v, _ in st.cond.values()):
-                # the flag is assigned again: what it said is gone
-                st = st.copy()
-                st.cond = {x: y for x, y in st.cond.items() if y[0] != tk.text}
+            if st.cond and tk.kind == "id" and k + 1 < hi and t[k + 1].text in correlate.STORES:
+                # the flag (or a variable a remembered condition names) is
+                # assigned again: what it said is gone
+                kept = correlate.assigned(st.cond, tk.text)
+                if len(kept) != len(st.cond):
+                    st = st.copy()
+                    st.cond = kept
             if tk.kind == "id" and k + 1 < hi and t[k + 1].text == "(" and tk.text not in KEYWORDS:
                 spec = self.lockfns.get(tk.text)
                 self.res.calls.append((k, tk.text, st))
