@@ -155,11 +155,13 @@ def _kcsan_other(s, reports, sites):
 def what_it_does(g, plan):
     acts = collections.Counter(s["action"] for s in g["sites"] if s["rule"] != "owner-read")
     parts = []
-    for a, what in (("READ_ONCE", "racy load"), ("WRITE_ONCE", "store"),
-                    ("data_race", "load only for a diagnostic")):
+    for a, what, tail in (("READ_ONCE", "racy load", ""), ("WRITE_ONCE", "store", ""),
+                          ("data_race", "load", " used only in a diagnostic")):
         if acts[a]:
             n = acts[a]
-            parts.append("the %s with %s()" % (plural(n, what) if n > 1 else what, a))
+            if n > 1 and tail:
+                tail = " used only in diagnostics"
+            parts.append("the %s%s with %s()" % (plural(n, what) if n > 1 else what, tail, a))
     plain = sum(1 for s in plan["sites"] if not s["test_code"] and s["rule"] == "locked-read"
                 and "%s.%s" % (s["struct"], s["field"]) in g["fields"])
     text = "Mark " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + \
