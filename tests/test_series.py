@@ -384,7 +384,7 @@ class CocciPatchModeBtrfs(unittest.TestCase):
             self.assertEqual(differ, [])
             self.assertLess(len(nested), 40)
             # not vacuous: spatch made the marks of hundreds of sites
-            self.assertGreater(len([k for k in applied if k not in nested]), 600)
+            self.assertGreater(len([k for k in applied if k not in nested]), 550)
 
 
 class CommitMessage(unittest.TestCase):
