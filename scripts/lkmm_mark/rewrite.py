@@ -175,6 +175,7 @@ class Edits:
         self.values = {}  # store key -> the range of its stored value
         self.prefix = set()  # ++x->f / --x->f sites
         self.groups = {}    # site key -> the keys whose edits stand or fall together
+        self.wide = False   # wrap at 100 columns what does not fit in 80 (helperstyle.py)
 
     def insert(self, key, off, text, order):
         self.items.append((key, "ins", off, order, text, off))
@@ -707,6 +708,15 @@ def _render_chunk(E, keys, lo, hi):
     orig = E.S.text[lo:hi]
     new = E.render(keys, lo, hi, at_lo=False)
     limit = 80 if max(width(l) for l in orig.split("\n")) <= 80 else 100
+    out = _wrap_chunk(orig, new, limit)
+    if limit == 80 and E.wide and any(width(l) > 100 for l in out):
+        # the accessor style's longer calls: wrapped at 100 columns rather
+        # than left longer (helperstyle.py)
+        out = _wrap_chunk(orig, new, 100)
+    return "\n".join(out)
+
+
+def _wrap_chunk(orig, new, limit):
     out = []
     for l in _realign(orig.split("\n"), new.split("\n"), limit):
         if l not in orig:
@@ -717,4 +727,4 @@ def _render_chunk(E, keys, lo, hi):
             out.extend(wrap_line(l, limit).split("\n"))
         else:
             out.append(l)
-    return "\n".join(out)
+    return out
