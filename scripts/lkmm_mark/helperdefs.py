@@ -71,6 +71,29 @@ class StructDef:
         nxt = text[self.after:text.find("\n", self.after)] if self.after < len(text) else ""
         self.blank_after = not nxt.strip()
         self.lo, self.hi = brace, close
+        self.first_line = toks[brace].line
+
+
+_PP_LINE = re.compile(r"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b")
+
+
+def conditions(text, first, last):
+    """The preprocessor conditions open at line last of text, counted from
+    line first (the struct's '{'): their '#if' lines, outermost first, or
+    None when the line is in an '#else' or '#elif' branch."""
+    stack = []
+    for line in text.split("\n")[first - 1:last - 1]:
+        m = _PP_LINE.match(line)
+        if not m:
+            continue
+        if m.group(1).startswith("if"):
+            stack.append(line.strip())
+        elif m.group(1) == "endif":
+            if stack:
+                stack.pop()
+        elif stack:
+            stack[-1] = None
+    return None if None in stack else stack
 
 
 def line_starts(text):
@@ -117,6 +140,8 @@ class Field:
         line = sdef.text[self.decl_off:sdef.text.find("\n", self.decl_off)]
         self.indent = re.match(r"[ \t]*", line).group()
         self.shared_line = nfields > 1
+        # the '#if' lines around the declaration, repeated around the accessors
+        self.conds = conditions(sdef.text, sdef.first_line, decl_tok.line)
         self.getter = self.setter = self.param = None
         self.lock = None
         self.partial = False
@@ -294,6 +319,15 @@ def signature(ret, name, params):
 def _tabs(line):
     ind = len(line) - len(line.lstrip(" "))
     return "\t" * (ind // 8) + " " * (ind % 8) + line.lstrip(" ")
+
+
+def definitions(f, get, put):
+    """The accessors used, in the conditions of the field's declaration,
+    ending with a blank line."""
+    texts = ([getter_text(f)] if get else []) + ([setter_text(f)] if put else [])
+    conds = f.conds or []
+    return "".join(c + "\n" for c in conds) + "\n".join(texts) + \
+        "#endif\n" * len(conds) + "\n"
 
 
 def getter_text(f):

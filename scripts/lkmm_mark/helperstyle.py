@@ -111,6 +111,9 @@ def choose(H, tree, plan, cands, policies_dir=None):
             H.refused[name] = "%s is %s" % (field, why)
             continue
         F = hd.Field(struct, field, sdef, got[0], got[1], got[2])
+        if F.conds is None:
+            H.refused[name] = "%s is declared in an #else branch" % field
+            continue
         short = hd.short_name(struct, prefix, names)
         F.getter = "%sget_%s_%s" % (prefix, short, field)
         F.setter = "%sset_%s_%s" % (prefix, short, field)
@@ -267,13 +270,12 @@ def add_definitions(H, edits, name):
         E = edits[F.file] = rewrite.Edits(F.sdef.text)
     key = H.key(name)
     order = (0, F.decl_line)
-    texts = ([hd.getter_text(F)] if get else []) + ([hd.setter_text(F)] if put else [])
+    text = hd.definitions(F, get, put)
     if F.sdef.blank_after:
         # after the blank line that follows the struct, each with its own
-        E.line(key, _next_line(F.sdef.text, F.sdef.after), "".join(t + "\n" for t in texts),
-               order)
+        E.line(key, _next_line(F.sdef.text, F.sdef.after), text, order)
     else:
-        E.line(key, F.sdef.after, "".join("\n" + t for t in texts), order)
+        E.line(key, F.sdef.after, "\n" + text[:-1], order)
         E.line(key, F.sdef.after, "\n", (1, 0))
     for it in hd.field_comment(F, get, put):
         if it[0] == "cut":
