@@ -324,9 +324,10 @@ def cmd_series(args):
                     (out_dir / n).read_bytes() != (Path(tmp) / n).read_bytes()]
             if diff:
                 print("lkmm-mark: error: %s is not current: %d file%s differ (first: %s); "
-                      "run scripts/lkmm-mark series" % (out_dir, len(diff),
-                                                        "" if len(diff) == 1 else "s", diff[0]),
-                      file=sys.stderr)
+                      "run scripts/lkmm-mark series%s" % (
+                          out_dir, len(diff), "" if len(diff) == 1 else "s", diff[0],
+                          " --style helpers" if getattr(args, "style", None) == "helpers"
+                          else ""), file=sys.stderr)
                 return 1
             print("%s is current: %d patches" % (out_dir, len(new) - 1))
             return 0
