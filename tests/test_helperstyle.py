@@ -7,9 +7,11 @@
   than the threshold keeps READ_ONCE()/WRITE_ONCE(), data_race() stays,
   a struct defined in a .c file gets its accessors there, a name a macro
   pastes with ## is not taken, an existing comment above a field gets
-  the lock's paragraph;
+  the lock's paragraph, a field declared under #ifdef gets its accessors
+  under the same #ifdef;
 - every step of the fixture's series (the patches in order, each with
-  the accessors of its fields) compiles with gcc, and each step defines
+  the accessors of its fields) compiles with gcc, with the #ifdef's
+  option and without, and each step defines
   exactly the accessors of its own fields;
 - the accessor heads and the ## names, on made-up input;
 - the committed patches/helpers/ is what `series --style helpers`
@@ -155,14 +157,15 @@ class Fixture(unittest.TestCase):
                 for name, text in files.items():
                     (t / name).write_text(text)
                 for name in files:
-                    if not name.endswith(".c"):
-                        continue
-                    r = subprocess.run(["gcc", "-fsyntax-only", "-Wall", "-Werror",
-                                        "-Wdeclaration-after-statement", "-include",
-                                        str(t / "prelude.h"), "-I", str(t), str(t / name)],
-                                       capture_output=True, text=True)
-                    self.assertEqual(r.returncode, 0, "step %d (%s): %s" % (
-                        k, g["fields"], r.stderr))
+                    for debug in ([], ["-DCONFIG_TICKER_DEBUG"]):
+                        if not name.endswith(".c"):
+                            continue
+                        r = subprocess.run(["gcc", "-fsyntax-only", "-Wall", "-Werror",
+                                            "-Wdeclaration-after-statement", "-include",
+                                            str(t / "prelude.h"), "-I", str(t)] + debug +
+                                           [str(t / name)], capture_output=True, text=True)
+                        self.assertEqual(r.returncode, 0, "step %d (%s) %s: %s" % (
+                            k, g["fields"], debug, r.stderr))
 
     def test_each_step_adds_its_own_accessors(self):
         before = set()
