@@ -47,8 +47,13 @@ class Helpers:
     def key(self, name):
         return ("helpers", name)
 
-    def files_of(self, name):
-        return [self.fields[name].file] if name in self.fields else []
+    def group_keys(self, g):
+        """{file: keys} of the accessors and comments of a patch's fields."""
+        out = collections.defaultdict(set)
+        for n in g["fields"]:
+            if n in self.fields:
+                out[self.fields[n].file].add(self.key(n))
+        return out
 
 
 def marked_sites(sites, applied):

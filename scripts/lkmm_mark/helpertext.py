@@ -93,6 +93,14 @@ def cover_text(H, target):
     return text
 
 
+def summary(H):
+    """The command's line on the style."""
+    return "accessors: %d fields, %d sites call them; %d fields with fewer than %d " \
+        "marked sites and %d others keep READ_ONCE()/WRITE_ONCE()" % (
+            len(H.fields), len(H.converted),
+            sum(1 for c in H.counts.values() if c < H.min_sites), H.min_sites, len(H.refused))
+
+
 def _short_why(why, target):
     t = target.rstrip("/") + "/"
     return why.replace(t, "") if t in why else why

@@ -211,17 +211,7 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
         _git(repo, "commit", "-q", "-m", "base: Linux %s" % kv, env=env)
         done = collections.defaultdict(set)
         for g in groups:
-            gfiles = sorted({s["file"] for s in g["sites"]} |
-                            {f for n in g["fields"] if H for f in H.files_of(n)})
-            for s in g["sites"]:
-                done[s["file"]].add(key_of(s))
-            for n in g["fields"]:
-                for f in (H.files_of(n) if H else ()):
-                    done[f].add(H.key(n))
-            for f in gfiles:
-                text = rewrite.render_file(edits[f], done[f])
-                with open(repo / f, "w", encoding="utf-8", errors="surrogateescape") as fh:
-                    fh.write(text)
+            _write_group(repo, g, edits, done, H)
             extra = helpertext.patch_text(g, H, plan["target"]) if H else None
             msg = subject(g, plan["target"]) + "\n\n" + \
                 message(g, plan, texts, reports, extra) + \
@@ -261,14 +251,25 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
         for p in pats:
             shutil.copyfile(p, out / p.name)
         if H:
-            log("accessors: %d fields, %d sites call them; %d fields with fewer than %d "
-                "marked sites and %d others keep READ_ONCE()/WRITE_ONCE()" % (
-                    len(H.fields), len(H.converted),
-                    sum(1 for c in H.counts.values() if c < H.min_sites), H.min_sites,
-                    len(H.refused)))
+            log(helpertext.summary(H))
         return groups, skipped, cps, [out / p.name for p in pats]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _write_group(repo, g, edits, done, H=None):
+    """The files of one patch in repo: the edits of its sites and of the
+    patches before it (done: file -> keys, updated), and in the accessor
+    style the accessors of its fields."""
+    extra = H.group_keys(g) if H else {}
+    for s in g["sites"]:
+        done[s["file"]].add(key_of(s))
+    for f, keys in extra.items():
+        done[f] |= keys
+    for f in sorted({s["file"] for s in g["sites"]} | set(extra)):
+        text = rewrite.render_file(edits[f], done[f])
+        with open(repo / f, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write(text)
 
 
 def summary_lines(groups):
