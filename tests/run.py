@@ -36,8 +36,11 @@ def install():
 
 def main(argv):
     install()
-    pattern = argv[0] if argv else "test_*.py"
-    suite = unittest.defaultTestLoader.discover(HERE, pattern=pattern, top_level_dir=HERE)
+    # one or more file patterns (test_series.py test_cli.py); all by default
+    suite = unittest.TestSuite()
+    for pattern in argv or ["test_*.py"]:
+        suite.addTests(unittest.defaultTestLoader.discover(HERE, pattern=pattern,
+                                                           top_level_dir=HERE))
     runner = unittest.TextTestRunner(verbosity=2, resultclass=Result, stream=sys.stdout)
     res = runner.run(suite)
     failed = len(res.failures) + len(res.errors)

@@ -79,7 +79,8 @@ def _bisect(patches, pristine, b0, key, res_file):
 
 def run(patch_dir, tree=None, kernel=None):
     ensure_host_tools()
-    patches = list_patches(Path(patch_dir))
+    # absolute: patch(1) -d opens a relative -i file in the tree it patches
+    patches = list_patches(Path(patch_dir).resolve())
     if not patches:
         raise UserError("%s has no patches" % patch_dir)
     base = ensure_tree(tree, kernel=kernel)

@@ -71,6 +71,10 @@ def build_parser():
     p.add_argument("--signoff", help="'Name <email>' (default: git config)")
     p.add_argument("--check", action="store_true",
                    help="do not write; fail if the committed series would change")
+    p.add_argument("--style", choices=("default", "helpers"), default="default",
+                   help="'helpers': a field with several marked sites gets static inline "
+                   "get/set accessors next to its struct and a comment naming its lock, "
+                   "and its sites call them (default output directory: patches/helpers/)")
 
     p = sub.add_parser("rewrite", help="apply the plan to a copy of the tree (or --in-place)")
     _common(p)

@@ -75,10 +75,13 @@ def subject(g, target):
 
 # ---------------------------------------------------------------- message
 
-def message(g, plan, texts, reports):
+def message(g, plan, texts, reports, extra=None):
+    """extra: a paragraph after what the patch does (the accessor style's)."""
     paras = [pair_paragraph(g, f, reports, plan["target"]) for f in g["fields"]]
     paras = [p for p in paras if p]
     paras.append(wrap(what_it_does(g, plan)))
+    if extra:
+        paras.append(extra)
     quoted = kcsan_quotes(g, reports)
     if quoted:
         paras.append("KCSAN saw %s on the pristine kernel:\n\n%s" % (
@@ -245,11 +248,13 @@ def sites_paragraph(g, target):
 
 # ----------------------------------------------------------- cover letter
 
-def cover_text(plan, groups, skipped, cps, base, texts):
+def cover_text(plan, groups, skipped, cps, base, texts, extra=None, series_line=None):
+    """extra: a paragraph after the counts, series_line: the command that
+    writes the series (the accessor style's)."""
     return "\n\n".join(cover_intro(plan, groups, base) + [cover_counts(groups, texts)] +
-                       cover_leftovers(plan, skipped, cps) + [
-        "Reproduce with lkmm-mark:\n"
-        "  scripts/lkmm-mark series        # writes patches/\n"
+                       ([extra] if extra else []) + cover_leftovers(plan, skipped, cps) + [
+        "Reproduce with lkmm-mark:\n" +
+        (series_line or "  scripts/lkmm-mark series        # writes patches/") + "\n"
         "  scripts/lkmm-mark report        # the same sites, one line each\n"
         "  scripts/lkmm-mark plan --json plan.json   # every verdict, why"])
 

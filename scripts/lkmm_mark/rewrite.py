@@ -175,6 +175,7 @@ class Edits:
         self.values = {}  # store key -> the range of its stored value
         self.prefix = set()  # ++x->f / --x->f sites
         self.groups = {}    # site key -> the keys whose edits stand or fall together
+        self.wide = False   # wrap at 100 columns what does not fit in 80 (helperstyle.py)
 
     def insert(self, key, off, text, order):
         self.items.append((key, "ins", off, order, text, off))
@@ -452,11 +453,12 @@ LOGICAL = ("||", "&&")
 BINARY = ("==", "!=", "<=", ">=", "<<", ">>", "+", "-", "|", "&", "^", "*", "/", "<", ">")
 
 
-def wrap_line(line, limit=80):
+def wrap_line(line, limit=80, short=0):
     """Break a grown line after a top-level '||', '&&' or ',' (else after a
     spaced binary operator), aligned with the innermost open parenthesis,
     as kernel style does.  Returns the line unchanged if it fits or has no
-    break point."""
+    break point.  short: no break leaves a last operand of that many
+    characters or fewer alone on its line ('- 1);')."""
     if width(line) <= limit or "//" in line or "/*" in line or '"' in line:
         return line
     indent = re.match(r"[ \t]*", line).group()
@@ -483,7 +485,8 @@ def wrap_line(line, limit=80):
                         body[i + len(op):i + len(op) + 1] == " ":
                     cut = i + len(op)
                     break
-        if cut and cut < len(body) and width(body[:cut]) <= limit:
+        if cut and cut < len(body) and width(body[:cut]) <= limit and \
+                len(body[cut:].strip().rstrip(");,")) > short:
             # the outermost level wins, then the last break that fits
             if best[prio] is None or len(opens) <= best[prio][2]:
                 best[prio] = (cut, opens[-1] if opens else None, len(opens))
@@ -505,7 +508,7 @@ def wrap_line(line, limit=80):
     cont = _indent(col)
     rest = cont + body[cut:].lstrip()
     if width(rest) > limit:
-        rest = wrap_line(rest, limit)
+        rest = wrap_line(rest, limit, short)
     return head + "\n" + rest
 
 
@@ -707,6 +710,18 @@ def _render_chunk(E, keys, lo, hi):
     orig = E.S.text[lo:hi]
     new = E.render(keys, lo, hi, at_lo=False)
     limit = 80 if max(width(l) for l in orig.split("\n")) <= 80 else 100
+    # the accessor style's longer calls (helperstyle.py): no lone short
+    # operand on a line, and wrapped at 100 columns what passes them
+    tries = [(limit, 0)] if not E.wide else \
+        [(limit, 4), (100, 4), (limit, 0), (100, 0)]
+    for lim, short in tries:
+        out = _wrap_chunk(orig, new, lim, short)
+        if all(width(l) <= 100 for l in out):
+            break
+    return "\n".join(out)
+
+
+def _wrap_chunk(orig, new, limit, short=0):
     out = []
     for l in _realign(orig.split("\n"), new.split("\n"), limit):
         if l not in orig:
@@ -714,7 +729,7 @@ def _render_chunk(E, keys, lo, hi):
         # a data_race() line is not wrapped (its comment must stay right
         # above it): up to 100 columns it stays, past them the site is left
         if width(l) > limit and l not in orig and "data_race(" not in l:
-            out.extend(wrap_line(l, limit).split("\n"))
+            out.extend(wrap_line(l, limit, short).split("\n"))
         else:
             out.append(l)
-    return "\n".join(out)
+    return out

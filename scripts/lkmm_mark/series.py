@@ -20,7 +20,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from . import evidence, rewrite
+from . import evidence, helperstyle, helpertext, rewrite
 from .messages import ACTION_ORDER, TIERS, cover_text, message, subject, tier_of
 from .rewrite import load_comments, select_sites
 from .target import default_target, subsystem_of
@@ -187,6 +187,9 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
     sites = select_sites(plan)
     edits, applied, skipped = compute_edits(tree, sites, comments)
     groups = group_sites(plan, sites, applied)
+    # --style helpers: the same edits, turned into accessor calls
+    H = helperstyle.apply(tree, plan, sites, edits, applied, policies_dir=policies_dir) \
+        if getattr(args, "style", None) == "helpers" else None
     name, mail = identity(args, out_dir)
     kv = kernel_version(tree)
     pkg, pv = pristine_package(tree)
@@ -199,7 +202,8 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
                "GIT_AUTHOR_DATE": DATE, "GIT_COMMITTER_DATE": DATE,
                "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
         _git(repo, "init", "-q", env=env)
-        touched = sorted({s["file"] for g in groups for s in g["sites"]})
+        touched = sorted({s["file"] for g in groups for s in g["sites"]} |
+                         ({H.fields[n].file for n in H.fields} if H else set()))
         for f in touched:
             (repo / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(Path(tree) / f, repo / f)
@@ -207,14 +211,10 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
         _git(repo, "commit", "-q", "-m", "base: Linux %s" % kv, env=env)
         done = collections.defaultdict(set)
         for g in groups:
-            gfiles = sorted({s["file"] for s in g["sites"]})
-            for s in g["sites"]:
-                done[s["file"]].add(key_of(s))
-            for f in gfiles:
-                text = rewrite.render_file(edits[f], done[f])
-                with open(repo / f, "w", encoding="utf-8", errors="surrogateescape") as fh:
-                    fh.write(text)
-            msg = subject(g, plan["target"]) + "\n\n" + message(g, plan, texts, reports) + \
+            _write_group(repo, g, edits, done, H)
+            extra = helpertext.patch_text(g, H, plan["target"]) if H else None
+            msg = subject(g, plan["target"]) + "\n\n" + \
+                message(g, plan, texts, reports, extra) + \
                 "\n\nSigned-off-by: %s <%s>\n" % (name, mail)
             _git(repo, "add", "-A", env=env)
             r = subprocess.run(["git", "-C", str(repo), "commit", "-q", "-F", "-"],
@@ -239,8 +239,10 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
         cover = cover.replace("*** SUBJECT HERE ***", "%s: access shared fields according to "
                               "ACCESS_ONCE policies" % subsystem_of(plan["target"]))
         base = "Linux %s" % kv + (" (Debian %s %s)" % (pkg, pv) if pv else "")
-        cover = cover.replace("*** BLURB HERE ***",
-                              cover_text(plan, groups, skipped, cps, base, texts))
+        cover = cover.replace("*** BLURB HERE ***", cover_text(
+            plan, groups, skipped, cps, base, texts,
+            helpertext.cover_text(H, plan["target"]) if H else None,
+            helpertext.REPRODUCE if H else None))
         pats[0].write_text(cover)
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -248,9 +250,26 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
             old.unlink()
         for p in pats:
             shutil.copyfile(p, out / p.name)
+        if H:
+            log(helpertext.summary(H))
         return groups, skipped, cps, [out / p.name for p in pats]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _write_group(repo, g, edits, done, H=None):
+    """The files of one patch in repo: the edits of its sites and of the
+    patches before it (done: file -> keys, updated), and in the accessor
+    style the accessors of its fields."""
+    extra = H.group_keys(g) if H else {}
+    for s in g["sites"]:
+        done[s["file"]].add(key_of(s))
+    for f, keys in extra.items():
+        done[f] |= keys
+    for f in sorted({s["file"] for s in g["sites"]} | set(extra)):
+        text = rewrite.render_file(edits[f], done[f])
+        with open(repo / f, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write(text)
 
 
 def summary_lines(groups):
@@ -283,6 +302,8 @@ def cmd_series(args):
         log("note: the installed %s is %s, the committed series is for %s; "
             "the series is regenerated for %s" % (pkg, pv, pinned, pv))
     out_dir = Path(args.out) if args.out else patches_dir(args.kernel)
+    if getattr(args, "style", None) == "helpers" and not args.out:
+        out_dir = out_dir / "helpers"
     if args.check:
         cover = out_dir / "0000-cover-letter.patch"
         if cover.exists():
@@ -304,9 +325,10 @@ def cmd_series(args):
                     (out_dir / n).read_bytes() != (Path(tmp) / n).read_bytes()]
             if diff:
                 print("lkmm-mark: error: %s is not current: %d file%s differ (first: %s); "
-                      "run scripts/lkmm-mark series" % (out_dir, len(diff),
-                                                        "" if len(diff) == 1 else "s", diff[0]),
-                      file=sys.stderr)
+                      "run scripts/lkmm-mark series%s" % (
+                          out_dir, len(diff), "" if len(diff) == 1 else "s", diff[0],
+                          " --style helpers" if getattr(args, "style", None) == "helpers"
+                          else ""), file=sys.stderr)
                 return 1
             print("%s is current: %d patches" % (out_dir, len(new) - 1))
             return 0
