@@ -51,7 +51,7 @@ def names_of(key):
     return {w for w in key[len(PREFIX):].split() if w.isidentifier()}
 
 
-def remember(out, taken, other, key, line_of=None):
+def remember(out, taken, other, key):
     """Locks held at the end of the branch 'taken' of 'if (key)' and not
     on the other path ('other', the end of the else branch or the state
     when the condition is false): held later wherever key holds again."""

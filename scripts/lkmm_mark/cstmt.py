@@ -43,20 +43,24 @@ def statement_start(S, j):
     return 0
 
 
-def comment_lines(text, indent, limit=80):
-    one = "%s/* %s */\n" % (indent, text)
-    if width(one.rstrip("\n")) <= limit:
-        return one
-    words = text.split()
+def comment_words(text, indent, limit=80):
+    """The words of text, filled into the lines of a block comment
+    (' * ' lines at indent, none past limit columns)."""
     lines, cur = [], ""
-    for w in words:
+    for w in text.split():
         if cur and width("%s * %s %s" % (indent, cur, w)) > limit:
             lines.append(cur)
             cur = w
         else:
             cur = (cur + " " + w).strip()
-    if cur:
-        lines.append(cur)
+    return lines + [cur] if cur else lines
+
+
+def comment_lines(text, indent, limit=80):
+    one = "%s/* %s */\n" % (indent, text)
+    if width(one.rstrip("\n")) <= limit:
+        return one
+    lines = comment_words(text, indent, limit)
     return "%s/*\n%s%s */\n" % (indent, "".join("%s * %s\n" % (indent, l) for l in lines),
                                 indent)
 

@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 
 from . import csrc
-from .cstmt import comment_lines as _one_comment, width
+from .cstmt import comment_lines as _one_comment, comment_words, width
 
 REPO = Path(__file__).resolve().parents[2]
 KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double",
@@ -349,14 +349,7 @@ def comment_lines(text, indent, limit=80, inner=False):
     """A comment's lines; inner: the ' * ' lines only, for a block."""
     if not inner:
         return _one_comment(text, indent, limit)
-    lines, cur = [], ""
-    for w in text.split():
-        if cur and width("%s * %s %s" % (indent, cur, w)) > limit:
-            lines.append(cur)
-            cur = w
-        else:
-            cur = (cur + " " + w).strip()
-    return "".join("%s * %s\n" % (indent, ln) for ln in lines + [cur] if ln)
+    return "".join("%s * %s\n" % (indent, ln) for ln in comment_words(text, indent, limit))
 
 
 def lock_words(lock):
