@@ -44,6 +44,28 @@ for _d in sorted(FIXTURES.iterdir()):
         setattr(FixtureTests, "test_" + _d.name, _make(_d))
 
 
+class FlagArgument(unittest.TestCase):
+    def test_only_the_constant_keeps_the_call_out(self):
+        """Fixture flag_argument with the cluster-lock caller passing a
+        variable instead of false: that call may reach the update, made
+        then without the lock every other store holds (a lost update) and
+        a store that races with the locked load (flagargs.py is what kept
+        them apart, not another rule)."""
+        import shutil
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="lkmm-fx-") as tmp:
+            d = Path(tmp) / "flag_argument"
+            shutil.copytree(FIXTURES / "flag_argument", d)
+            c = d / "flag.c"
+            text = c.read_text()
+            self.assertIn("space_clear(ctl, n, false)", text)
+            c.write_text(text.replace("space_clear(ctl, n, false)", "space_clear(ctl, n, n > 1)"))
+            A = analyse_fixture(d)
+        got = {(a.fn, a.field): (a.action, a.rule) for a in A.accesses if a.struct == "ctl"}
+        self.assertEqual(got[("space_clear", "free")], ("none", "lost-update"))
+        self.assertEqual(got[("space_note", "noted")], ("WRITE_ONCE", "unlocked-write"))
+
+
 class DeclaredPhases(unittest.TestCase):
     def test_the_phase_is_what_keeps_the_finish_plain(self):
         """Fixture declared_phases without its policies/ 'phases' entry:

@@ -44,6 +44,7 @@ from .detach import Detach
 from .doublefetch import DoubleFetch
 from .escapes import Escapes
 from .exclusions import Exclusions
+from .flagargs import FlagArgs
 from .owners import Owners
 from .pairs import Pairs
 from .private import Private
@@ -59,8 +60,8 @@ from .verdicts import Verdicts
 __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 
-class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, Callers, Escapes, Private,
-               Detach, Unpublished, Owners, Exclusions, Protection, Races, Verdicts,
+class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, Callers, Escapes,
+               Private, Detach, Unpublished, Owners, Exclusions, Protection, Races, Verdicts,
                Contexts, Pairs, DoubleFetch, TwoStep):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
@@ -80,6 +81,7 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, Callers, Esca
         self._ppcache = {}              # callers.py
         self._ctxmemo = {}
         self._ctxchain = {}
+        self._flagcache = {}            # flagargs.py
         self._stackunl_cache = {}       # detach.py
         self._unpubcache = {}           # unpublished.py
         self._zhcache = {}              # exclusions.py

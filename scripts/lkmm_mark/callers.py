@@ -88,10 +88,19 @@ class Callers:
         only its own locks."""
         entry = {k: (_TOP if k in sites_of else dict(v)) for k, v in annot.items()}
         clocks = list(self.P.container_locks.values())
+        # calls made in a branch some of the caller's own callers do not
+        # reach (flagargs.py): the caller's locks there are those of the
+        # calls that do
+        pruned = {}
+        for sites in sites_of.values():
+            for (caller, st, k) in sites:
+                rs = self.reaching_sites_at(caller, k)
+                if rs is not None:
+                    pruned[(caller.file, k)] = rs
         for _ in range(60):
             changed = False
             for key, sites in sites_of.items():
-                common = _held_by_all(sites, entry, clocks)
+                common = _held_by_all(sites, entry, clocks, pruned)
                 if common is _TOP:
                     continue
                 if keep is not None:
@@ -186,14 +195,21 @@ class Callers:
         relocation task holds another lock around the others).  None when
         not known: an entry point, a recursive cycle, or more than
         _CTX_MAX contexts."""
+        return self._contexts_from(key, None, _visiting)
+
+    def _contexts_from(self, key, sites, _visiting=None):
+        """caller_contexts() of key from the call sites given (None: all;
+        flagargs.py gives those that reach one access)."""
         memo = self._ctxmemo
-        if key in memo:
-            return memo[key]
+        mkey = key if sites is None else (key, tuple(x[2] for x in sites))
+        if mkey in memo:
+            return memo[mkey]
         fn = self.src.funcs.get(key)
         if fn is None or fn.name in self.addr_taken or fn.name in self.macro_used:
-            memo[key] = None
+            memo[mkey] = None
             return None
-        sites = self.sites_of(fn)
+        if sites is None:
+            sites = self.sites_of(fn)
         sites = [x for x in sites if not self._passes_private(x[0], x[2])] or sites
         # a call from init or teardown (exclusions.py: the life-cycle
         # functions) is a context in which nothing else runs: it races
@@ -201,7 +217,7 @@ class Callers:
         life = getattr(self, "life", ())
         sites = [x for x in sites if (x[0].file, x[0].name) not in life] or sites
         if not sites:
-            memo[key] = None
+            memo[mkey] = None
             return None
         visiting = _visiting if _visiting is not None else set()
         if key in visiting:
@@ -213,7 +229,8 @@ class Callers:
         for (caller, st, k) in sites:
             base = set(st.held)
             ck = (caller.file, caller.name)
-            cc = self.caller_contexts(ck, visiting)
+            # the caller's contexts that reach this call (flagargs.py)
+            cc = self._contexts_from(ck, self.reaching_sites_at(caller, k), visiting)
             if cc is None:
                 cc = [frozenset(self.entry.get(ck, {}))]
             for c in cc:
@@ -231,9 +248,9 @@ class Callers:
         visiting.discard(key)
         res = sorted(out, key=sorted) if len(out) <= self._CTX_MAX else None
         if _visiting is None or res is not None:
-            memo[key] = res
+            memo[mkey] = res
             for h in res or ():
-                self._ctxchain[(key, h)] = out[h]
+                self._ctxchain.setdefault((key, h), out[h])
         return res
 
     def _locksets(self, a):
@@ -427,10 +444,23 @@ class Callers:
             held = {}
             if st is not None:
                 held.update(st.held)
-                for n, how in self.entry.get(key, {}).items():
+                for n, how in self._entry_of(a, key).items():
                     if n not in st.killed and n not in held:
                         held[n] = how
             a.held = held
+
+    def _entry_of(self, a, key):
+        """The locks a's function is entered with on the calls that can
+        reach a (flagargs.py): those every such call holds, or entry."""
+        entry = self.entry.get(key, {})
+        sites = self.reaching_sites(a)
+        if sites is None:
+            return entry
+        sites = [x for x in sites if not self._passes_private(x[0], x[2])] or sites
+        common = _held_by_all(sites, self.entry, list(self.P.container_locks.values()))
+        if common is _TOP or not common:
+            return entry
+        return self._with_callers_locks(key, entry, common, sites)
 
     def contexts(self):
         """Functions registered as concurrent entry points (policies 'contexts'),
@@ -552,16 +582,23 @@ def _excluding(x, y):
 _TOP = object()      # entry_locks(): not known yet, every lock
 
 
-def _held_by_all(sites, entry, clocks):
+def _held_by_all(sites, entry, clocks, pruned=None):
     """The locks every one of sites holds at its call (with those its
     caller is entered with and does not release before it, and a
     container's lock for the container lock the caller holds); _TOP
-    while every caller's own entry is still unknown."""
+    while every caller's own entry is still unknown.  pruned: (file,
+    token) of a call -> the caller's call sites that reach it, where
+    not all do (flagargs.py)."""
     common = _TOP
     for (caller, st, k) in sites:
         ce = entry.get((caller.file, caller.name), {})
         if ce is _TOP:
             continue
+        rs = pruned.get((caller.file, k)) if pruned else None
+        if rs is not None:
+            more = _held_by_all(rs, entry, clocks)
+            if more is not _TOP:
+                ce = set(ce) | more
         h = set(st.held)
         h |= {n for n in ce if n not in st.killed}
         for c in clocks:

@@ -102,7 +102,11 @@ class Contexts:
     def lockset_chains(self, a):
         """_locksets(a), each with the call chain of its context."""
         key = (a.file, a.fn)
-        ctxs = self.caller_contexts(key) if a.func is not None else None
+        ctxs = None
+        if a.func is not None:
+            # the calls that can reach a (flagargs.py), or all
+            sites = self.reaching_sites(a) if a.tok is not None else None
+            ctxs = self._contexts_from(key, sites)
         res = self.flows.get(key)
         st = res.at.get(a.tok) if res and a.tok is not None else None
         if not ctxs or st is None:

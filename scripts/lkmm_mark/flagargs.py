@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Flag arguments: a branch on a parameter that callers pass as a
+constant is not reached from the calls that pass the other value.
+
+    static void clear_bits(struct ctl *ctl, u64 bytes, bool update_stat)
+    {
+            ...
+            if (update_stat)
+                    ctl->free_space -= bytes;   <- not reached from
+    }                                              clear_bits(c, n, false)
+
+The call that passes false, made under another lock than the calls that
+pass true, says nothing about the locks that protect the store: the
+calling contexts of an access are those of the call sites that can reach
+it (callers.py: attach_held() and lockset_chains() ask reaching_sites()).
+
+A guard here is a condition that is a parameter alone ('p' or '!p'), of
+an if whose then-branch or else-branch holds the access, or of an early
+'if (p) return ...;' before it, with the parameter never assigned in the
+function.  A call contradicts it when it passes a literal of the other
+truth: true, false, 0, 1 or NULL.
+
+Reads .src, .params(), ._bare_uses(), ._call_args(), .sites_of().  Sets
+nothing but its cache (_flagcache).
+"""
+from . import csrc
+from .tokutil import _open_blocks, _stmt_end
+
+_LITERAL = {"true": True, "false": False, "0": False, "1": True, "NULL": False}
+
+
+class FlagArgs:
+    def flag_guards(self, fn, k):
+        """((parameter index, truth), ...): the parameters toks[k] of fn is
+        reached only when they have that truth."""
+        toks = self.src.toks[fn.file]
+        names = self.params(fn)
+        out = []
+        for i in range(fn.body_start + 1, k):
+            if toks[i].text != "if" or toks[i + 1].text != "(":
+                continue
+            close = csrc.match_paren(toks, i + 1)
+            g = self._param_test(fn, toks, i + 2, close, names)
+            if g is None or close >= k:
+                continue
+            n, truth = g
+            if toks[close + 1].text == "{":
+                end = csrc.match_paren(toks, close + 1)
+            else:
+                end = _stmt_end(toks, close + 1, fn.body_end)
+            if k < end:
+                out.append((n, truth))
+            elif toks[end + 1].text == "else" and k <= self._else_end(toks, end + 1, fn):
+                out.append((n, not truth))
+            elif toks[close + 1].text == "return" and \
+                    next(_open_blocks(toks, fn.body_start, i), None) == fn.body_start:
+                out.append((n, not truth))
+        return tuple(out)
+
+    def _else_end(self, toks, e, fn):
+        """The last token of the else-branch starting at toks[e] ('else')."""
+        if toks[e + 1].text == "{":
+            return csrc.match_paren(toks, e + 1)
+        return _stmt_end(toks, e + 1, fn.body_end)
+
+    def _param_test(self, fn, toks, lo, hi, names):
+        """(index, truth) when toks[lo:hi] is 'p' or '!p' of a parameter p
+        that fn never assigns, else None."""
+        neg = hi - lo == 2 and toks[lo].text == "!"
+        if hi - lo != 1 and not neg:
+            return None
+        p = toks[hi - 1].text
+        if toks[hi - 1].kind != "id" or p not in names:
+            return None
+        if any(kind == "assigned" for kind, _ in self._bare_uses(fn, p)):
+            return None
+        return names.index(p), not neg
+
+    def reaching_sites(self, a):
+        """The call sites of a's function that can reach a, when some of
+        them cannot (they pass a flag of the other truth); else None."""
+        if a.func is None or a.tok is None:
+            return None
+        return self.reaching_sites_at(a.func, a.tok)
+
+    def reaching_sites_at(self, fn, k):
+        """reaching_sites() of toks[k] in fn (an access, or a call)."""
+        key = (fn.file, fn.body_start, k)
+        c = self._flagcache.get(key, False)
+        if c is not False:
+            return c
+        c = None
+        guards = self.flag_guards(fn, k)
+        if guards:
+            sites = self.sites_of(fn)
+            keep = [s for s in sites if not self._contradicts(s, guards)]
+            if keep and len(keep) < len(sites):
+                c = keep
+        self._flagcache[key] = c
+        return c
+
+    def _contradicts(self, site, guards):
+        """The call site passes a literal against one of the guards."""
+        caller, _, k = site
+        args = self._call_args(caller.file, k) or ()
+        toks = self.src.toks[caller.file]
+        for n, truth in guards:
+            if n < len(args):
+                a, b = args[n]
+                if b - a == 1 and _LITERAL.get(toks[a].text, truth) != truth:
+                    return True
+        return False
