@@ -66,6 +66,27 @@ class FlagArgument(unittest.TestCase):
         self.assertEqual(got[("space_note", "noted")], ("WRITE_ONCE", "unlocked-write"))
 
 
+class InstanceByArgument(unittest.TestCase):
+    def test_an_unknown_argument_keeps_the_pair(self):
+        """Fixture instance_by_argument with one caller passing its own
+        parameter as dest: dest may then be any reserve, so the release's
+        load of it races with the relocation's store again."""
+        import shutil
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="lkmm-fx-") as tmp:
+            d = Path(tmp) / "instance_by_argument"
+            shutil.copytree(FIXTURES / "instance_by_argument", d)
+            c = d / "rsv.c"
+            text = c.read_text()
+            self.assertIn("target = &fs->delayed_rsv;", text)
+            c.write_text(text.replace("target = &fs->delayed_rsv;", "target = r;"))
+            A = analyse_fixture(d)
+        line = text.splitlines().index("\tif (dest->size < n)") + 1
+        got = {(a.fn, a.line): (a.action, a.rule) for a in A.accesses
+               if a.struct == "rsv" and a.field == "size"}
+        self.assertEqual(got[("rsv_release", line)], ("READ_ONCE", "racing-locked-read"))
+
+
 class DeclaredPhases(unittest.TestCase):
     def test_the_phase_is_what_keeps_the_finish_plain(self):
         """Fixture declared_phases without its policies/ 'phases' entry:

@@ -12,7 +12,7 @@ Sets .entry ((file, fn) -> lock -> How), each access's .held
 (attach_held()), .any_time and .handover (contexts(), which returns the
 context of each handler and of its callees).  An access whose callers'
 locks are not all seen here ends as a false 'unlocked' in
-protection.py; caller_contexts() and _ctx_excluded() are where a read is
+protection.py; _ctx_excluded() (with contexts.caller_contexts()) is where a read is
 found apart from every write by its callers' locks alone.
 """
 import collections
@@ -179,79 +179,6 @@ class Callers:
                 shared_sites[key] = [x for x in sites
                                      if not self._passes_private(x[0], x[2])] or sites
         return shared_sites
-
-    # distinct locksets kept per function before it counts as entered from
-    # anywhere: 64 names the calling contexts that race for most functions
-    # (16 named the nearest entry point for about 250 more sites)
-    _CTX_MAX = 64
-
-    def caller_contexts(self, key, _visiting=None):
-        """The locksets fn (key) is entered with, one per calling context:
-        each call site's locks and, transitively, each context of its
-        caller.  entry_locks() keeps what all of them share; a read that
-        shares a lock with every context of every write (_ctx_excluded())
-        races with no write even when no single lock is common to its
-        callers (the commit holds one mutex around one call, the
-        relocation task holds another lock around the others).  None when
-        not known: an entry point, a recursive cycle, or more than
-        _CTX_MAX contexts."""
-        return self._contexts_from(key, None, _visiting)
-
-    def _contexts_from(self, key, sites, _visiting=None):
-        """caller_contexts() of key from the call sites given (None: all;
-        flagargs.py gives those that reach one access)."""
-        memo = self._ctxmemo
-        mkey = key if sites is None else (key, tuple(x[2] for x in sites))
-        if mkey in memo:
-            return memo[mkey]
-        fn = self.src.funcs.get(key)
-        if fn is None or fn.name in self.addr_taken or fn.name in self.macro_used:
-            memo[mkey] = None
-            return None
-        if sites is None:
-            sites = self.sites_of(fn)
-        sites = [x for x in sites if not self._passes_private(x[0], x[2])] or sites
-        # a call from init or teardown (exclusions.py: the life-cycle
-        # functions) is a context in which nothing else runs: it races
-        # with no other, so it adds no lockset the others must exclude
-        life = getattr(self, "life", ())
-        sites = [x for x in sites if (x[0].file, x[0].name) not in life] or sites
-        if not sites:
-            memo[mkey] = None
-            return None
-        visiting = _visiting if _visiting is not None else set()
-        if key in visiting:
-            return None
-        visiting.add(key)
-        own = set(self.entry.get(key, {}))
-        clocks = list(self.P.container_locks.values())
-        out = {}
-        for (caller, st, k) in sites:
-            base = set(st.held)
-            ck = (caller.file, caller.name)
-            # the caller's contexts that reach this call (flagargs.py)
-            cc = self._contexts_from(ck, self.reaching_sites_at(caller, k), visiting)
-            if cc is None:
-                cc = [frozenset(self.entry.get(ck, {}))]
-            for c in cc:
-                h = base | {n for n in c if n not in st.killed} | own
-                for cl in clocks:
-                    for lk in cl["locks"]:
-                        for m in (lk, lk + ":r"):
-                            if m in h:
-                                h.add(cl["name"] + m[len(lk):])
-                # the call chain of this context, first found (pairs.py
-                # names the contexts that race, not the nearest entry)
-                out.setdefault(frozenset(h), self.context_chain(ck, c) + (fn.name,))
-            if len(out) > self._CTX_MAX:
-                break
-        visiting.discard(key)
-        res = sorted(out, key=sorted) if len(out) <= self._CTX_MAX else None
-        if _visiting is None or res is not None:
-            memo[mkey] = res
-            for h in res or ():
-                self._ctxchain.setdefault((key, h), out[h])
-        return res
 
     def _locksets(self, a):
         """The locksets of access a, one per calling context of its

@@ -1,0 +1,194 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Another instance of a struct: the access paths of two accesses show
+two different objects, so the two never race (pairs.py asks
+other_instance() of every candidate pair).
+
+- two different members embedded in a struct ('fs->a_rsv.size' against
+  'fs->b_rsv.size');
+- an embedded member against what a pointer field points to when every
+  store of that field is a fresh allocation ('rc->rsv = foo_alloc_rsv()');
+- a variable assigned only such objects (or NULL), or a parameter every
+  caller passes only such objects, through at most three variables and
+  parameters ('dest' of block_rsv_release_bytes(), passed '&fs->global_rsv'
+  or '&fs->delayed_rsv' by every caller, against 'rc->rsv->size');
+- a pointer member the statement just before pointed at another object's
+  embedded member ('h->rsv = &p->rsv; ... h->rsv->size');
+- two declared roles of one struct (policies/ 'instances': a subvolume
+  root and a log tree root).
+
+Reads .src, .accesses, .params(), .sites_of(), ._call_args(),
+.lock_name_of(), .constructors, .P.allocators, .P.roles.  Sets nothing
+but its memos (_objmemo, _freshmemo).
+"""
+from .source import STORE_MACROS
+
+
+class Instances:
+    def other_instance(self, a, b):
+        """The access paths show two different objects: two different
+        members embedded in a struct ('fs->a_rsv.size' against
+        'fs->b_rsv.size'), or an embedded member against the object a
+        pointer field points to when every store of that field is a fresh
+        allocation ('rc->rsv = foo_alloc_rsv()'), or two such pointer
+        fields, or pointer
+        fields of two roles of one struct (policies/ 'instances': a
+        subvolume root and a log tree root)."""
+        oa, ob = self._object_of(a), self._object_of(b)
+        if oa is None or ob is None:
+            return False
+        return oa.isdisjoint(ob)
+
+    def _object_of(self, a):
+        """The objects a's base may name, a set of ('embedded', 'S.m') or
+        ('fresh', 'S.p') ('x->m.f', 'x->p->f', or 'v->f' with v assigned
+        from '&x->m' or 'x->p', or a parameter every caller passes such
+        an object), or None when the path does not tell."""
+        memo = self.__dict__.setdefault("_objmemo", {})
+        if id(a) not in memo:
+            o = self._base_object(a)
+            memo[id(a)] = frozenset([o]) if isinstance(o, tuple) else o
+        return memo[id(a)]
+
+    def _base_object(self, a):
+        toks = self.src.toks.get(a.file)
+        k = a.tok
+        if toks is None or k is None or k < 3 or toks[k - 1].text not in (".", "->") or \
+                toks[k - 2].kind != "id":
+            return None
+        if toks[k - 3].text not in (".", "->"):
+            if toks[k - 1].text != "->" or a.func is None:
+                return None
+            return self._alias_object(a.file, a.func, toks[k - 2].text)
+        if toks[k - 1].text == "->" and a.func is not None:
+            o = self._assigned_object(a.file, a.func, k - 1)
+            if o is not None:
+                return o
+        return self._member_object(a.file, toks, k - 1, embedded=toks[k - 1].text == ".")
+
+    def _assigned_object(self, file, func, end):
+        """The object of 'x->p->f' when the statement just before, in the
+        same block, stores '&y->m' (an embedded member) into x->p:
+        'h->res = &p->res; ... h->res->f'."""
+        from .csrc import base_start
+        toks = self.src.toks[file]
+        b0 = base_start(toks, end)
+        if b0 is None:
+            return None
+        base = [t.text for t in toks[b0:end]]
+        j = b0 - 1
+        while j > func.body_start and toks[j].text not in ("{", "}"):
+            if toks[j].text == "=" and [t.text for t in toks[j - len(base):j]] == base and \
+                    toks[j - len(base) - 1].text in (";", "{", "}") and toks[j + 1].text == "&":
+                e = j + 2
+                while toks[e].text not in (";", ","):
+                    e += 1
+                if e - j >= 5 and toks[e - 2].text in ("->", "."):
+                    return self._member_object(file, toks, e, embedded=True)
+                return None
+            j -= 1
+        return None
+
+    def _member_object(self, file, toks, end, embedded):
+        """The object the member expression ending before toks[end] names."""
+        from .csrc import base_start
+        b0 = base_start(toks, end)
+        name = self.lock_name_of(file, toks, b0, end) if b0 is not None else None
+        if not name or name.startswith("?"):
+            return None
+        if embedded:
+            return ("embedded", name)
+        if name in self.P.roles:
+            # policies/ 'instances': what this pointer field points to has a
+            # role no pointer field of another role shares
+            return ("role",) + self.P.roles[name]
+        return ("fresh", name) if self._fresh_only(name) else None
+
+    def _alias_object(self, file, func, v, depth=0):
+        """The objects of 'v->f' when every assignment of v in func is
+        '&x->m' (an embedded member), 'x->p' (a pointer field whose every
+        store is a fresh allocation), NULL or another such variable; or,
+        for a parameter func never assigns, those every caller passes."""
+        toks = self.src.toks[file]
+        where = [j for j in range(func.body_start, func.body_end)
+                 if toks[j].text == v and toks[j + 1].text == "=" and
+                 toks[j - 1].text not in (".", "->")]
+        if not where:
+            return self._param_objects(func, v, depth)
+        objs = set()
+        for j in where:
+            end = j + 2
+            while end < func.body_end and toks[end].text not in (";", ","):
+                end += 1
+            o = self._value_objects(func, toks, j + 2, end, depth)
+            if o is None:
+                return None
+            objs |= o
+        return frozenset(objs) or None
+
+    def _value_objects(self, func, toks, lo, hi, depth):
+        """The objects the expression toks[lo:hi] in func may point to,
+        as _alias_object(); an empty set for NULL; None if not known."""
+        if hi - lo == 1 and toks[lo].text == "NULL":
+            return frozenset()
+        if hi - lo == 1 and toks[lo].kind == "id":
+            if depth >= 3:
+                return None
+            return self._alias_object(func.file, func, toks[lo].text, depth + 1)
+        amp = toks[lo].text == "&"
+        if hi - lo < (4 if amp else 3) or toks[hi - 2].text not in ("->", "."):
+            return None
+        o = self._member_object(func.file, toks, hi, embedded=amp)
+        return frozenset([o]) if o is not None else None
+
+    def _param_objects(self, func, v, depth):
+        """The objects every call of func passes as its parameter v (not
+        for a function whose address is taken), or None."""
+        names = self.params(func)
+        if v not in names or func.name in self.addr_taken or func.name in self.macro_used:
+            return None
+        n = names.index(v)
+        sites = self.sites_of(func)
+        if not sites:
+            return None
+        objs = set()
+        for (caller, _, k) in sites:
+            args = self._call_args(caller.file, k)
+            if args is None or n >= len(args):
+                return None
+            o = self._value_objects(caller, self.src.toks[caller.file], args[n][0],
+                                    args[n][1], depth)
+            if o is None:
+                return None
+            objs |= o
+        return frozenset(objs) or None
+
+    def _fresh_only(self, name):
+        """Every store to pointer field name is a fresh allocation or NULL,
+        and its address is never taken."""
+        memo = self.__dict__.setdefault("_freshmemo", {})
+        if name in memo:
+            return memo[name]
+        st, fld = name.split(".", 1)
+        ok, seen = True, False
+        fresh = set(self.constructors) | set(self.P.allocators)
+        for b in self.accesses:
+            if b.struct != st or b.field != fld:
+                continue
+            if b.kind == "address":
+                ok = False
+            elif b.kind in ("write", "rmw") or (b.kind == "marked" and b.macro in STORE_MACROS):
+                seen = True
+                ok = ok and self._stores_fresh(b, fresh)
+            if not ok:
+                break
+        memo[name] = ok and seen
+        return memo[name]
+
+    def _stores_fresh(self, b, fresh):
+        toks = self.src.toks.get(b.file)
+        k = b.tok
+        if toks is None or k is None or toks[k + 1].text != "=":
+            return False
+        v = toks[k + 2]
+        return (v.text == "NULL" and toks[k + 3].text == ";") or \
+            (v.text in fresh and toks[k + 3].text == "(")
