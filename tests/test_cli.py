@@ -143,6 +143,10 @@ class CliErrors(unittest.TestCase):
                 ('{"guards": [{"reason": "r"}]}', "it needs either \"field\""),
                 ('{"guards": [{"field": "f", "reason": "r"}]}', "it needs either \"field\""),
                 ('{"guards": [{"call": "f"}]}', "guards entry without 'reason'"),
+                ('{"state_assertions": [{"call": "A", "holds": 1, "reason": "r"}]}',
+                 "holds must be true or false"),
+                ('{"state_assertions": [{"call": "A", "holds": true}]}',
+                 "state_assertions entry without 'reason'"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "implies": {"true": []}}]}',
                  "implies must map set or null"),
                 ('{"guards": [{"call": "f", "reason": "r", "implies": {"true": '

@@ -87,6 +87,31 @@ class InstanceByArgument(unittest.TestCase):
         self.assertEqual(got[("rsv_release", line)], ("READ_ONCE", "racing-locked-read"))
 
 
+class AssertedState(unittest.TestCase):
+    def test_the_assertion_fact_is_what_keeps_them_apart(self):
+        """Fixture asserted_state without its 'state_assertions' entry
+        (and without kernel.json's): the loads after ASSERT() and
+        BUG_ON() race with the zoned stores again."""
+        def untold(P):
+            P.state_assertions = []
+        A = analyse_fixture(FIXTURES / "asserted_state",
+                            policies=json.dumps({"guards": [{
+                                "call": "fsi_is_zoned", "reason": "fixed at mount"}]}),
+                            tweak=untold)
+        got = {a.fn: a.action for a in A.accesses
+               if a.field == "cursor" and a.kind == "read"}
+        self.assertEqual(got["plain_cursor"], "READ_ONCE")
+        self.assertEqual(got["bug_cursor"], "READ_ONCE")
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "asserted_state", policies=json.dumps(
+                {"state_assertions": [{"call": "ASSERT", "holds": "yes", "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("holds", str(cm.exception))
+
+
 class DeclaredPhases(unittest.TestCase):
     def test_the_phase_is_what_keeps_the_finish_plain(self):
         """Fixture declared_phases without its policies/ 'phases' entry:

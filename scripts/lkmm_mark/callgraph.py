@@ -53,7 +53,7 @@ class CallGraph:
 
     def run_flow(self):
         self.lockfns = self.annotated_lockfns()
-        self.guards = Guards(self.P.guards)
+        self.guards = Guards(self.P.guards, self.P.state_assertions)
         by_func = collections.defaultdict(list)
         for a in self.accesses:
             if a.func is not None and a.tok is not None:

@@ -36,7 +36,7 @@ _MARKED = ("READ_ONCE", "data_race", "rcu_access_pointer")
 
 
 class Guards:
-    def __init__(self, specs):
+    def __init__(self, specs, assertions=()):
         self.fields = {g["field"]: g for g in specs if g.get("field")}
         self.calls = {}
         for g in specs:
@@ -44,6 +44,10 @@ class Guards:
                 self.calls.setdefault(g["call"], []).append(g)
         self.members = frozenset(f.rsplit(".", 1)[-1] for f in self.fields)
         self.any = bool(self.fields or self.calls)
+        # an assertion of a condition (policies/ 'state_assertions'):
+        # after ASSERT(!foo_is_zoned(fs)) the function is in that state,
+        # as in the branch of a test
+        self.asserts = {a["call"]: a["holds"] for a in assertions} if self.any else {}
 
     # ------------------------------------------------------------ tests
     def test(self, t, lo, hi, resolve):

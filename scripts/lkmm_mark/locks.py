@@ -550,6 +550,9 @@ class LockFlow:
                 if len(kept) != len(st.cond):
                     st = st.copy()
                     st.cond = kept
+            if guards is not None and tk.text in guards.asserts and k + 1 < hi and \
+                    t[k + 1].text == "(":
+                st = self._asserted(k, st)
             if tk.kind == "id" and k + 1 < hi and t[k + 1].text == "(" and tk.text not in KEYWORDS:
                 spec = self.lockfns.get(tk.text)
                 self.res.calls.append((k, tk.text, st))
@@ -563,6 +566,14 @@ class LockFlow:
                     continue
             k += 1
         return st
+
+    def _asserted(self, k, st):
+        """st after the assertion call toks[k](...) of a guard's state
+        (guards.py): the state it asserts holds from there on."""
+        g = self.guards.test(self.t, k + 2, self._match(k + 1), self.resolve)
+        if g is None:
+            return st
+        return self.guards.enter(st, g, self.guards.asserts[self.t[k].text], self.t[k].line)
 
     def _apply(self, spec, name, st, line, k):
         op = spec["op"]
@@ -613,6 +624,7 @@ def _also(st, spec, how):
 class _NoGuards:
     any = False
     members = frozenset()
+    asserts = {}
 
 
 NO_GUARDS = _NoGuards()

@@ -25,7 +25,7 @@ SCHEMA = {
     "container_accessors": list, "param_locks": list, "container_locks": list,
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
-    "default_target": str, "seed": str,
+    "state_assertions": list, "default_target": str, "seed": str,
     "replaces": list,
 }
 
@@ -52,6 +52,7 @@ class Policies:
         self.phases = []           # {struct, before, after, reason}: one object's life-cycle order
         self.pseudo_locks = {}     # name -> {name, struct, reason}: a protocol that acts as a lock
         self.guards = []           # {field or call, reason, implies}: a state a test splits (guards.py)
+        self.state_assertions = []  # {call, holds, reason}: an assertion of a guard's state
         self.roles = {}            # pointer field -> (struct, role): objects of distinct roles
         self.exceptions = []
         self.bitops = {}
@@ -386,6 +387,14 @@ def _new_object_flags(P, f, entries):
         P.new_flags.append(b)
 
 
+def _state_assertions(P, f, entries):
+    for c in entries:
+        _need(f, c, ("call", "holds", "reason"), "state_assertions")
+        if not isinstance(c["holds"], bool):
+            raise _err(f, "state_assertions %s: holds must be true or false", c["call"])
+        P.state_assertions.append(c)
+
+
 def _container_accessors(P, f, entries):
     for c in entries:
         _need(f, c, ("name", "struct"), "container_accessors")
@@ -421,6 +430,7 @@ _LOADERS = {
     "container_locks": _container_locks,
     "phases": _phases,
     "guards": _guards,
+    "state_assertions": _state_assertions,
     "instances": _instances,
     "pseudo_locks": _keyed("pseudo_locks", "name", "pseudo_locks", ("name", "struct", "reason")),
     "container_accessors": _container_accessors,
