@@ -191,8 +191,29 @@ class Contexts:
         if not ctxs or st is None:
             return [(_own_guards(set(a.held), a.struct), (a.fn,))]
         local = set(st.held)
-        return [(_own_guards(local | {n for n in c if n not in st.killed}, a.struct),
+        return [(self._entry_lock(_own_guards(local | {n for n in c if n not in st.killed},
+                                              a.struct), a.struct),
                  self.context_chain(key, c)) for c in ctxs]
+
+    def _entry_lock(self, held, struct):
+        """held with the lock of an entry's container (policies/
+        'container_locks', as protection.container_held() gives an
+        access's own locks): named for the entries' own fields when one of
+        the container locks is held, here or by a caller, and for no
+        other struct's."""
+        clocks = self.P.container_locks
+        if not clocks:
+            return held
+        names = {c["name"] for c in clocks.values()}
+        out = {h for h in held if (h[:-2] if h.endswith(":r") else h) not in names}
+        c = clocks.get(struct)
+        if c is not None:
+            for lk in c["locks"]:
+                for m in (lk, lk + ":r"):
+                    if m in held:
+                        out.add(c["name"] + m[len(lk):])
+            out |= {h for h in held if h in (c["name"], c["name"] + ":r")}
+        return out
 
     def racing_chains(self, a, b):
         """The call chains of a pair of calling contexts of a and b that
