@@ -147,6 +147,8 @@ class CliErrors(unittest.TestCase):
                  "holds must be true or false"),
                 ('{"state_assertions": [{"call": "A", "holds": true}]}',
                  "state_assertions entry without 'reason'"),
+                ('{"variants": [{"field": "s", "reason": "r"}]}',
+                 "'field' must be struct.field"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "implies": {"true": []}}]}',
                  "implies must map set or null"),
                 ('{"guards": [{"call": "f", "reason": "r", "implies": {"true": '

@@ -112,6 +112,27 @@ class AssertedState(unittest.TestCase):
         self.assertIn("holds", str(cm.exception))
 
 
+class ObjectVariants(unittest.TestCase):
+    def test_the_variants_fact_is_what_keeps_them_apart(self):
+        """Fixture object_variants without its 'variants' entry: the
+        extent entries' loads race with the bitmap stores again."""
+        A = analyse_fixture(FIXTURES / "object_variants", policies="{}")
+        got = {a.fn: (a.action, a.rule) for a in A.accesses
+               if a.field == "state" and a.kind == "read"}
+        self.assertEqual(got["remove_extent"], ("READ_ONCE", "unlocked-read"))
+        self.assertEqual(got["remove_extent2"], ("READ_ONCE", "unlocked-read"))
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "object_variants", policies=json.dumps(
+                {"variants": [{"field": "entry.bitmap", "reason": "r",
+                               "lookups": [{"call": "search", "arg": 2, "value": "1",
+                                            "variant": "bitmap"}]}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("variants entry.bitmap", str(cm.exception))
+
+
 class DeclaredPhases(unittest.TestCase):
     def test_the_phase_is_what_keeps_the_finish_plain(self):
         """Fixture declared_phases without its policies/ 'phases' entry:

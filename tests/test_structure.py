@@ -19,7 +19,7 @@ PACKAGE = "lkmm_mark"
 ANALYSIS = ["analysis", "source", "tokutil", "accesses", "syntax", "scan", "callgraph",
             "callers", "escapes", "private", "unpublished", "detach", "owners",
             "exclusions", "protection", "races", "verdicts", "accessors", "contexts",
-            "pairs", "guards", "doublefetch", "twostep", "flagargs", "instances"]
+            "pairs", "guards", "doublefetch", "twostep", "flagargs", "instances", "variants"]
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 

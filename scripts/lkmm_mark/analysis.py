@@ -46,6 +46,7 @@ from .escapes import Escapes
 from .exclusions import Exclusions
 from .flagargs import FlagArgs
 from .instances import Instances
+from .variants import Variants
 from .owners import Owners
 from .pairs import Pairs
 from .private import Private
@@ -63,7 +64,7 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, Callers, Escapes,
                Private, Detach, Unpublished, Owners, Exclusions, Protection, Races, Verdicts,
-               Contexts, Instances, Pairs, DoubleFetch, TwoStep):
+               Contexts, Variants, Instances, Pairs, DoubleFetch, TwoStep):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")

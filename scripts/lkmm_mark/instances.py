@@ -33,6 +33,9 @@ class Instances:
         fields, or pointer
         fields of two roles of one struct (policies/ 'instances': a
         subvolume root and a log tree root)."""
+        va, vb = self.variant_of(a), self.variant_of(b)
+        if va is not None and vb is not None and va != vb:
+            return True
         oa, ob = self._object_of(a), self._object_of(b)
         if oa is None or ob is None:
             return False

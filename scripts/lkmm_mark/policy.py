@@ -25,7 +25,7 @@ SCHEMA = {
     "container_accessors": list, "param_locks": list, "container_locks": list,
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
-    "state_assertions": list, "default_target": str, "seed": str,
+    "state_assertions": list, "variants": list, "default_target": str, "seed": str,
     "replaces": list,
 }
 
@@ -53,6 +53,7 @@ class Policies:
         self.pseudo_locks = {}     # name -> {name, struct, reason}: a protocol that acts as a lock
         self.guards = []           # {field or call, reason, implies}: a state a test splits (guards.py)
         self.state_assertions = []  # {call, holds, reason}: an assertion of a guard's state
+        self.variants = {}         # struct -> {field, lookups, reason}: two kinds of object (variants.py)
         self.roles = {}            # pointer field -> (struct, role): objects of distinct roles
         self.exceptions = []
         self.bitops = {}
@@ -395,6 +396,19 @@ def _state_assertions(P, f, entries):
         P.state_assertions.append(c)
 
 
+def _variants(P, f, entries):
+    for c in entries:
+        _need(f, c, ("field", "reason"), "variants")
+        if not isinstance(c["field"], str) or c["field"].count(".") != 1:
+            raise _err(f, "variants %s: 'field' must be struct.field", c["field"])
+        for lk in c.get("lookups", []):
+            if not isinstance(lk, dict) or set(lk) != {"call", "arg", "value", "variant"} or \
+                    not isinstance(lk["arg"], int) or lk["variant"] not in ("set", "null"):
+                raise _err(f, "variants %s: a lookup is {call, arg, value, variant: set or null}",
+                           c["field"])
+        P.variants[c["field"].split(".", 1)[0]] = c
+
+
 def _container_accessors(P, f, entries):
     for c in entries:
         _need(f, c, ("name", "struct"), "container_accessors")
@@ -431,6 +445,7 @@ _LOADERS = {
     "phases": _phases,
     "guards": _guards,
     "state_assertions": _state_assertions,
+    "variants": _variants,
     "instances": _instances,
     "pseudo_locks": _keyed("pseudo_locks", "name", "pseudo_locks", ("name", "struct", "reason")),
     "container_accessors": _container_accessors,

@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Variants of one struct: a field fixed when an object is made says which
+of two kinds it is, and code reaches each kind its own way.
+
+    if (!info->bitmap) {                   e = tree_search_offset(ctl, o, 1, 0);
+            ... info->trim_state ...       e->trim_state = TRIMMED;
+    }                                      (the lookup returns bitmaps only)
+
+The load reads an extent entry, the store writes a bitmap entry: two
+objects, whatever their field (instances.py asks variant_of() of both).
+
+policies/ 'variants': {"field": "S.f", "lookups": [{"call", "arg",
+"value", "variant"}], "reason"}; a variant is "set" (f is not NULL) or
+"null".  The variant of the object 'v->x' names, at that token:
+
+- a test of v->f that the token is inside a branch of ('if (v->f)',
+  '!v->f', 'v->f == NULL', ...), or that ends in a return, goto, break
+  or continue before it ('if (!v->f) goto out;'), or an assertion of it
+  (policies/ 'state_assertions'), or a store 'v->f = x' before it, with
+  v not assigned in between;
+- else the variant of every value assigned to v in the function: a
+  lookup call with the declared argument ('tree_search_offset(ctl, o, 1,
+  0)'), or another variable;
+- else, for a parameter the function never assigns, the variant every
+  call passes (at most three calls deep).
+
+Reads .src, .P.variants, .P.state_assertions, .params(), .sites_of(),
+._call_args(), .addr_taken, .macro_used.  Sets nothing but its memo.
+"""
+from . import csrc
+from .tokutil import _open_blocks, _stmt_end
+
+_EXITS = ("return", "goto", "break", "continue")
+
+
+class Variants:
+    def variant_of(self, a):
+        """'set', 'null' or None for the object access a goes through."""
+        spec = self.P.variants.get(a.struct)
+        toks = self.src.toks.get(a.file)
+        k = a.tok
+        if spec is None or toks is None or k is None or a.func is None or k < 2 or \
+                toks[k - 1].text != "->" or toks[k - 2].kind != "id" or \
+                toks[k - 3].text in (".", "->"):
+            return None
+        memo = self.__dict__.setdefault("_varmemo", {})
+        key = (a.file, k)
+        if key not in memo:
+            memo[key] = self._variant_at(a.func, toks[k - 2].text, k, spec, 0)
+        return memo[key]
+
+    def _variant_at(self, fn, v, k, spec, depth):
+        """The variant of the object variable v names at toks[k] in fn."""
+        toks = self.src.toks[fn.file]
+        got = self._tested(fn, toks, v, k, spec)
+        if got is not None:
+            return got
+        where = [j for j in range(fn.body_start, fn.body_end)
+                 if toks[j].text == v and toks[j + 1].text == "=" and
+                 toks[j - 1].text not in (".", "->")]
+        if where:
+            seen = set()
+            for j in where:
+                end = _stmt_end(toks, j + 2, fn.body_end)
+                x = self._value_variant(fn, toks, j + 2, end, spec, depth)
+                if x is None:
+                    return None
+                seen |= x
+            return seen.pop() if len(seen) == 1 else None
+        return self._param_variant(fn, v, spec, depth)
+
+    def _value_variant(self, fn, toks, lo, hi, spec, depth):
+        """{variant} of the value toks[lo:hi] (empty for NULL), or None."""
+        if hi - lo == 1 and toks[lo].text == "NULL":
+            return set()
+        if hi - lo == 1 and toks[lo].kind == "id":
+            if depth >= 3:
+                return None
+            x = self._variant_at(fn, toks[lo].text, lo, spec, depth + 1)
+            return {x} if x else None
+        if toks[lo].kind == "id" and toks[lo + 1].text == "(" and \
+                csrc.match_paren(toks, lo + 1) == hi - 1:
+            args = self._call_args(fn.file, lo) or []
+            for lk in spec.get("lookups", ()):
+                n = lk["arg"]
+                if toks[lo].text == lk["call"] and n < len(args) and \
+                        args[n][1] - args[n][0] == 1 and toks[args[n][0]].text == lk["value"]:
+                    return {lk["variant"]}
+        return None
+
+    def _param_variant(self, fn, v, spec, depth):
+        names = self.params(fn)
+        if v not in names or depth >= 3 or fn.name in self.addr_taken or \
+                fn.name in self.macro_used:
+            return None
+        n = names.index(v)
+        sites = self.sites_of(fn)
+        seen = set()
+        for (caller, _, k) in sites:
+            args = self._call_args(caller.file, k)
+            if args is None or n >= len(args):
+                return None
+            x = self._value_variant(caller, self.src.toks[caller.file], args[n][0],
+                                    args[n][1], spec, depth)
+            if x is None:
+                return None
+            seen |= x
+        return seen.pop() if len(seen) == 1 else None
+
+    # ------------------------------------------------------------ tests
+    def _tested(self, fn, toks, v, k, spec):
+        """The variant a test, assertion or store of v->f says holds at
+        toks[k], the nearest before it; None if none does."""
+        member = spec["field"].split(".", 1)[1]
+        holds = {a["call"]: a["holds"] for a in self.P.state_assertions}
+        blocks = set(_open_blocks(toks, fn.body_start, k))
+        best = None
+        for i in range(fn.body_start + 1, k):
+            t = toks[i].text
+            if t == v and toks[i + 1].text == "=" and toks[i - 1].text not in (".", "->"):
+                best = None                       # v assigned again
+                continue
+            if t == v and toks[i + 1].text == "->" and toks[i + 2].text == member and \
+                    toks[i + 3].text == "=" and toks[i - 1].text not in (".", "->"):
+                if self._dominates(toks, fn, i, blocks):
+                    best = "null" if toks[i + 4].text == "NULL" else "set"
+                continue
+            if t not in ("if",) and t not in holds:
+                continue
+            if toks[i + 1].text != "(":
+                continue
+            close = csrc.match_paren(toks, i + 1)
+            x = _test(toks, i + 2, close, v, member)
+            if x is None or close >= k:
+                continue
+            if t in holds:
+                if self._dominates(toks, fn, i, blocks):
+                    best = x if holds[t] else _other(x)
+                continue
+            got = self._branch(fn, toks, close, k, x, blocks, i)
+            if got is not None:
+                best = got
+        return best
+
+    def _branch(self, fn, toks, close, k, x, blocks, i):
+        """What 'if (test) ...' (test says x when true, closing at close)
+        says at toks[k]: x inside the then-branch, the other in the else
+        branch, the other after a then-branch that always leaves."""
+        if toks[close + 1].text == "{":
+            end = csrc.match_paren(toks, close + 1)
+            last = _last_stmt(toks, close + 1, end)
+        else:
+            end = _stmt_end(toks, close + 1, fn.body_end)
+            last = close + 1
+        if k < end:
+            return x
+        if toks[end + 1].text == "else":
+            e = end + 1
+            e_end = csrc.match_paren(toks, e + 1) if toks[e + 1].text == "{" else \
+                _stmt_end(toks, e + 1, fn.body_end)
+            if k <= e_end:
+                return _other(x)
+            return None
+        if last is not None and toks[last].text in _EXITS and \
+                self._dominates(toks, fn, i, blocks):
+            return _other(x)
+        return None
+
+    @staticmethod
+    def _dominates(toks, fn, i, blocks):
+        """toks[i] is in a block that holds the token whose open blocks
+        are blocks (so it runs before it on every path through it)."""
+        return next(_open_blocks(toks, fn.body_start, i), fn.body_start) in blocks
+
+
+def _test(toks, lo, hi, v, member):
+    """The variant the condition toks[lo:hi] says when true ('v->m',
+    '!v->m', 'v->m == NULL', 'v->m != NULL'), or None."""
+    neg = toks[lo].text == "!"
+    a = lo + 1 if neg else lo
+    if not (toks[a].text == v and toks[a + 1].text == "->" and toks[a + 2].text == member):
+        return None
+    rest = [t.text for t in toks[a + 3:hi]]
+    if rest == []:
+        x = "set"
+    elif rest == ["==", "NULL"] and not neg:
+        x = "null"
+    elif rest == ["!=", "NULL"] and not neg:
+        x = "set"
+    else:
+        return None
+    return _other(x) if neg else x
+
+
+def _other(x):
+    return "null" if x == "set" else "set"
+
+
+def _last_stmt(toks, lo, hi):
+    """The first token of the last statement of the block toks[lo:hi+1]
+    ('{' ... '}'), or None."""
+    j = hi - 1
+    if toks[j].text != ";":
+        return None
+    depth = 0
+    j -= 1
+    while j > lo:
+        t = toks[j].text
+        if t in (")", "]"):
+            depth += 1
+        elif t in ("(", "["):
+            depth -= 1
+        elif depth == 0 and t in (";", "{", "}"):
+            return j + 1
+        j -= 1
+    return lo + 1
