@@ -375,7 +375,8 @@ class Private:
         objects it points to (p->ptr->f)."""
         root = _root(a.base)
         acc = self.P.container_accessors.get(root)
-        if root not in priv and acc is None:
+        if root not in priv and acc is None and \
+                not any(n.startswith(root + ".") for n in priv):
             return None
         toks = csrc.tokenize(a.base)
         while toks and toks[0].text in ("(", "*", "&"):
@@ -417,7 +418,9 @@ class Private:
             elif m is None or m.pointer or m.array:
                 return None
             st = csrc.struct_name(m.type)
-        return root
+        # 'x->p->f' with only x.p private (unpublished.py: a fresh object
+        # just stored in a member): x's own fields are not
+        return root if root in priv else None
 
     def _private_why(self, a):
         """Why a's object is private to its function (allocated there and

@@ -12,7 +12,8 @@ _unrefcache).  A store made before publication is where the 'not yet
 published' exclusions come from.
 """
 from . import csrc
-from .tokutil import _in_loop
+from .locks import KEYWORDS
+from .tokutil import _in_loop, _is_label, _stmt_end as _stmt_end_tok
 
 
 class Unpublished:
@@ -179,6 +180,68 @@ class Unpublished:
                          "first statement that may let another task reach it"
                          % ("%s()" % c if c else "'&%s'" % name, toks[k].line))
         return out
+
+    def _fresh_members_here(self, fn):
+        """'x.p' -> (from, to, why): an object fn has just allocated and
+        stored in a pointer member ('x->p = foo_alloc(...);'), from that
+        statement to the first that may let another task reach it: a call
+        handed x, x->p or another member of x (but a lock call or a
+        function that keeps nothing), a lock released, x->p itself used
+        as a value, x assigned again, or the end of the block.  Until then
+        only this task has the object's address (another task reading x->p
+        there would race on the pointer itself)."""
+        out = {}
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        for k in range(lo + 1, hi - 5):
+            if toks[k].kind != "id" or toks[k + 1].text != "->" or toks[k + 2].kind != "id" or \
+                    toks[k + 3].text != "=" or toks[k - 1].text not in (";", "{", "}"):
+                continue
+            call = self._fresh_call(toks, k + 4)
+            if call is None:
+                continue
+            x, p = toks[k].text, toks[k + 2].text
+            start = _stmt_end_tok(toks, k, hi)
+            end = self._fresh_member_end(fn, toks, start, x, p)
+            if end > start + 1:
+                out.setdefault("%s.%s" % (x, p), (start, end, "allocated by %s() at line %d "
+                               "and not yet reachable by another task" % (call, toks[k].line)))
+        return out
+
+    def _fresh_member_end(self, fn, toks, start, x, p):
+        """Where the window of _fresh_members_here() that opens at toks[start]
+        ends (a token index)."""
+        depth = 0
+        for j in range(start + 1, fn.body_end):
+            t = toks[j].text
+            if t == "{":
+                depth += 1
+            elif t == "}":
+                depth -= 1
+                if depth < 0:
+                    return j
+            elif t == x and toks[j - 1].text not in (".", "->"):
+                nx = toks[j + 1].text
+                if nx == "=" or (nx == "->" and toks[j + 2].text == p and
+                                 toks[j + 3].text not in ("->",) and toks[j - 1].text != "!"):
+                    return j
+                if nx != "->":
+                    return j
+            elif toks[j].kind == "id" and toks[j + 1].text == "(" and t not in KEYWORDS:
+                spec = self.lockfns.get(t)
+                if spec is not None:
+                    if spec.get("op") == "release":
+                        return j
+                    continue
+                if t in self.P.non_retaining:
+                    continue
+                close = csrc.match_paren(toks, j + 1)
+                if any(toks[i].text == x and toks[i - 1].text not in (".", "->")
+                       for i in range(j + 2, close)):
+                    return close
+            elif _is_label(toks, j):
+                return j
+        return fn.body_end
 
     def _unpublished_stack_cut(self, fn):
         """_unpublished_stack(), each window ending at a label a goto from
