@@ -16,6 +16,7 @@ protection.py; _ctx_excluded() (with contexts.caller_contexts()) is where a read
 found apart from every write by its callers' locks alone.
 """
 import collections
+import functools
 
 from . import csrc
 from .locks import How, group_lock, mode_name, groups_exclude
@@ -191,7 +192,10 @@ class Callers:
         excluding lock, of how many (pairs.py prefers the counterpart that
         races in the most of its contexts)."""
         xs, ys = self._locksets(a), self._locksets(b)
-        racing = sum(1 for x in xs for y in ys if _excluding(x, y) is None)
+        # many contexts share a lockset: count each distinct pair once
+        cx, cy = collections.Counter(xs), collections.Counter(ys)
+        racing = sum(n * m for x, n in cx.items() for y, m in cy.items()
+                     if _excluding(x, y) is None)
         return racing, len(xs) * len(ys)
 
     def _ctx_excluded(self, r, writes, common):
@@ -219,8 +223,9 @@ class Callers:
         if not writes or len(writes) > 16:
             return None
         used = set()
+        rs = set(rs)
         for w in writes:
-            for y in self._locksets(w):
+            for y in set(self._locksets(w)):
                 for x in rs:
                     hit = _excluding(x, y)
                     if hit is None:
@@ -489,15 +494,20 @@ class Callers:
         return out
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def _excluding(x, y):
     """A lock of lockset x that keeps it from lockset y (exclusive on one
-    side, or two groups that exclude each other), or None."""
+    side, or two groups that exclude each other), or None.  x and y are
+    frozensets (lockset_chains()); the answer is remembered: the pairs of
+    calling contexts repeat across the accesses of a function and a
+    field."""
     for n in sorted(x):
-        if n.startswith("?") or n == "irqs-off":
+        if n[0] == "?" or n == "irqs-off":
             continue
-        hit = groups_exclude(n, y)
-        if hit:
-            return hit
+        if n.endswith("}:r"):
+            hit = groups_exclude(n, y)
+            if hit:
+                return hit
         if n.endswith(":r"):
             if n[:-2] in y:
                 return n[:-2]

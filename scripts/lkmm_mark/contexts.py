@@ -179,7 +179,15 @@ class Contexts:
         return res
 
     def lockset_chains(self, a):
-        """_locksets(a), each with the call chain of its context."""
+        """_locksets(a), each with the call chain of its context (frozen
+        sets, remembered: asked once the contexts are complete)."""
+        memo = self.__dict__.setdefault("_lcmemo", {})
+        got = memo.get(id(a))
+        if got is None or got[0] is not a:
+            got = memo[id(a)] = (a, [(frozenset(x), c) for x, c in self._lockset_chains(a)])
+        return got[1]
+
+    def _lockset_chains(self, a):
         key = (a.file, a.fn)
         ctxs = None
         if a.func is not None:

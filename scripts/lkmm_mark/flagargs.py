@@ -33,29 +33,41 @@ class FlagArgs:
     def flag_guards(self, fn, k):
         """((parameter index, truth), ...): the parameters toks[k] of fn is
         reached only when they have that truth."""
+        return tuple((n, truth) for lo, hi, n, truth in self._flag_ranges(fn)
+                     if lo < k <= hi)
+
+    def _flag_ranges(self, fn):
+        """[(from, to, parameter index, truth)]: the token ranges of fn
+        reached only when a parameter has that truth (the branches of
+        'if (p)' and 'if (!p)', and what follows 'if (p) return ...;' at
+        the top level of the body)."""
+        memo = self.__dict__.setdefault("_flagranges", {})
+        key = (fn.file, fn.body_start)
+        if key in memo:
+            return memo[key]
         toks = self.src.toks[fn.file]
         names = self.params(fn)
         out = []
-        for i in range(fn.body_start + 1, k):
+        for i in range(fn.body_start + 1, fn.body_end):
             if toks[i].text != "if" or toks[i + 1].text != "(":
                 continue
             close = csrc.match_paren(toks, i + 1)
             g = self._param_test(fn, toks, i + 2, close, names)
-            if g is None or close >= k:
+            if g is None:
                 continue
             n, truth = g
             if toks[close + 1].text == "{":
                 end = csrc.match_paren(toks, close + 1)
             else:
                 end = _stmt_end(toks, close + 1, fn.body_end)
-            if k < end:
-                out.append((n, truth))
-            elif toks[end + 1].text == "else" and k <= self._else_end(toks, end + 1, fn):
-                out.append((n, not truth))
+            out.append((close, end - 1, n, truth))
+            if toks[end + 1].text == "else":
+                out.append((end, self._else_end(toks, end + 1, fn), n, not truth))
             elif toks[close + 1].text == "return" and \
                     next(_open_blocks(toks, fn.body_start, i), None) == fn.body_start:
-                out.append((n, not truth))
-        return tuple(out)
+                out.append((end, fn.body_end, n, not truth))
+        memo[key] = out
+        return out
 
     def _else_end(self, toks, e, fn):
         """The last token of the else-branch starting at toks[e] ('else')."""
