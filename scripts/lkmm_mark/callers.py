@@ -501,19 +501,30 @@ def _excluding(x, y):
     frozensets (lockset_chains()); the answer is remembered: the pairs of
     calling contexts repeat across the accesses of a function and a
     field."""
+    for n, group, base, shared in _tests_of(x):
+        if group and groups_exclude(n, y):
+            return groups_exclude(n, y)
+        if base in y:
+            return base
+        if shared is not None and shared in y:
+            return n
+    return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tests_of(x):
+    """What _excluding() tests for each lock of lockset x, in order: (the
+    key, whether it is a group hold, the key it excludes when y holds it,
+    and the shared key it excludes too, for an exclusive hold)."""
+    out = []
     for n in sorted(x):
         if n[0] == "?" or n == "irqs-off":
             continue
-        if n.endswith("}:r"):
-            hit = groups_exclude(n, y)
-            if hit:
-                return hit
         if n.endswith(":r"):
-            if n[:-2] in y:
-                return n[:-2]
-        elif n in y or n + ":r" in y:
-            return n
-    return None
+            out.append((n, n.endswith("}:r"), n[:-2], None))
+        else:
+            out.append((n, False, n, n + ":r"))
+    return tuple(out)
 
 
 _TOP = object()      # entry_locks(): not known yet, every lock

@@ -14,6 +14,8 @@ macros; while (1) and for (;;) are left only by break), switch/case,
 break/continue, return, forward goto to labels.
 Backward gotos end their path (the label's state is already fixed).
 """
+import functools
+
 from . import correlate
 
 KEYWORDS = {"if", "else", "while", "for", "do", "switch", "case", "default", "return",
@@ -651,6 +653,13 @@ def mode_name(name, spec):
     return name + ":r" if spec.get("mode") in ("read", "group") else name
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _groups_in(y):
+    """The group holds of the frozen lockset y, as _group_of() gives them
+    (remembered: the same locksets are asked about again and again)."""
+    return tuple(o for o in map(_group_of, sorted(y)) if o is not None)
+
+
 def _group_of(n):
     """'L{g}:r' -> ('L', 'g'); None for any other held-set key."""
     if not n.endswith("}:r") or "{" not in n:
@@ -668,9 +677,10 @@ def groups_exclude(n, y):
     g = _group_of(n)
     if g is None:
         return None
-    for h in y:
-        o = _group_of(h)
-        if o is not None and o[0] == g[0] and (o[1] != g[1] or g[1].endswith("!")):
+    groups = _groups_in(y) if isinstance(y, frozenset) else \
+        [o for o in map(_group_of, y) if o is not None]
+    for o in groups:
+        if o[0] == g[0] and (o[1] != g[1] or g[1].endswith("!")):
             if g[1].startswith("="):
                 # a state guard (guards.py)
                 return "the state of %s (%s against %s)" % (g[0], g[1][1:], o[1][1:])

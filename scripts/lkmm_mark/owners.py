@@ -235,16 +235,32 @@ class Owners:
         not count (the outermost call decides); a function whose address
         is taken, or that a macro body names, never qualifies (its callers
         are not all visible); nor does one in skip."""
+        callers, callees = self._call_keys()
         mine = set(keys)
-        changed = True
-        while changed:
-            changed = False
-            for key, fn in self.src.funcs.items():
-                if key in mine or key in skip or fn.name in self.addr_taken or \
-                        fn.name in self.macro_used:
+        todo = list(mine)
+        while todo:
+            for key in callees.get(todo.pop(), ()):
+                if key in mine or key in skip:
                     continue
-                sites = [(s[0].file, s[0].name) for s in self.sites_of(fn) if s[0] is not fn]
-                if any(c in mine for c in sites) and all(c in mine or c in also for c in sites):
+                sites = callers[key]
+                if sites is not None and all(c in mine or c in also for c in sites):
                     mine.add(key)
-                    changed = True
+                    todo.append(key)
         return mine
+
+    def _call_keys(self):
+        """(callers, callees): function key -> the keys of the functions
+        that call it, other than itself (None for one whose address is
+        taken or that a macro body names), and function key -> the keys of
+        those it calls (remembered: the call graph is complete here)."""
+        c = self.__dict__.get("_callkeys")
+        if c is None:
+            callers, callees = {}, collections.defaultdict(set)
+            for key, fn in self.src.funcs.items():
+                sites = [(s[0].file, s[0].name) for s in self.sites_of(fn) if s[0] is not fn]
+                for ck in sites:
+                    callees[ck].add(key)
+                callers[key] = None if fn.name in self.addr_taken or \
+                    fn.name in self.macro_used else tuple(sites)
+            c = self._callkeys = (callers, callees)
+        return c

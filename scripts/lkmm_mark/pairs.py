@@ -167,11 +167,13 @@ class Pairs:
         if is_store(b) or b.func is None or b.tok is None:
             return False
         toks = self.src.toks.get(b.file)
-        readers = self.__dict__.setdefault("_fieldreaders", {})
+        readers = self.__dict__.get("_fieldreaders")
+        if readers is None:
+            readers = self._fieldreaders = collections.defaultdict(set)
+            for x in self.accesses:
+                if not is_store(x):
+                    readers[(x.struct, x.field)].add(x.fn)
         key = (b.struct, b.field)
-        if key not in readers:
-            readers[key] = {x.fn for x in self.accesses
-                            if (x.struct, x.field) == key and not is_store(x)}
         for j in range(b.func.body_start, b.tok):
             if toks[j].text in self.P.wait_macros and toks[j + 1].text == "(":
                 depth, k = 0, j + 1

@@ -32,7 +32,10 @@ class Unpublished:
             return out
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
+        ids = self._ids(fn)
         for spec in self.P.new_flags:
+            if spec["flag"] not in ids:
+                continue                    # fn never names the flag
             for k in range(lo + 1, hi - 8):
                 w = self._flag_if(toks, k, hi, spec) or self._flag_assert(toks, k, hi, spec)
                 if w is None:
