@@ -133,6 +133,26 @@ class ObjectVariants(unittest.TestCase):
         self.assertIn("variants entry.bitmap", str(cm.exception))
 
 
+class OwnedObject(unittest.TestCase):
+    def test_without_the_path_the_owner_loads_race(self):
+        """Fixture owned_object without its "through" owner: the commit's
+        own loads pair with its unlocked store again."""
+        A = analyse_fixture(FIXTURES / "owned_object", policies="{}")
+        got = {a.fn: a.action for a in A.accesses
+               if a.field == "state" and a.kind == "read"}
+        self.assertEqual(got["tx_check"], "data_race")
+        self.assertEqual(got["tx_verify"], "READ_ONCE")
+
+    def test_a_malformed_path_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "owned_object", policies=json.dumps(
+                {"owners": [{"field": "tx.state", "functions": ["tx_commit"],
+                             "through": "h->tx", "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("through", str(cm.exception))
+
+
 class DeclaredPhases(unittest.TestCase):
     def test_the_phase_is_what_keeps_the_finish_plain(self):
         """Fixture declared_phases without its policies/ 'phases' entry:

@@ -17,7 +17,7 @@ hides the races of that field's loads.
 import collections
 
 from .source import STORE_MACROS, _short
-from .tokutil import _root
+from .tokutil import _root, _stmt_end
 
 
 class Owners:
@@ -98,6 +98,7 @@ class Owners:
                     self.owner_acc[id(a)] = r
         for (st, fld), accs in byfield.items():
             self._owner_stores(st, fld, accs)
+        self._declared_owner_paths()
         self._declared_owner_reads(byfield)
 
     def _owner_root(self, a):
@@ -177,6 +178,61 @@ class Owners:
                     "held, which every store of the field holds: its loads race with no " \
                     "store (owner: %s)" % (a.fn, a.struct, a.field, lk, d[0]["reason"])
 
+    def _declared_owner_paths(self):
+        """policies/ 'owners' with "through": the owner's accesses are
+        those its functions make through the object it owns, named by a
+        path ('trans->transaction'), a local assigned only such paths
+        ('cur_trans = trans->transaction;'), or a
+        parameter every call passes such an object in.  Two of them never
+        run side by side (each task owns its own object; pairs.py), while
+        the owner's accesses to other objects of the struct are judged as
+        usual (the commit reads the previous transaction's state).  The
+        owner's loads through it stay plain; the field's class is not the
+        owner's (other objects of the struct have no owner)."""
+        for o in self.P.owners:
+            paths = set(o.get("through", ()))
+            if not paths:
+                continue
+            fields = set(o["field"])
+            fns = self._only_called_from({key for key, fn in self.src.funcs.items()
+                                          if fn.name in o["functions"]}, skip=self.dead)
+            for a in self.accesses:
+                if (a.file, a.fn) not in fns or "%s.%s" % (a.struct, a.field) not in fields \
+                        or a.func is None or a.test or a.exclusion is not None:
+                    continue
+                if self._owner_path(a.func, (a.base or "").replace(" ", ""), paths, fns, 0):
+                    why = "the object %s() owns (%s)" % (a.fn, o["reason"])
+                    self.owner_acc[id(a)] = (a.base, why)
+                    if a.kind == "read":
+                        self.owner_read[id(a)] = "read by the owner of this %s: %s" % (
+                            a.struct, why)
+
+    def _owner_path(self, fn, base, paths, fns, depth):
+        """base, in owner function fn, names the owned object."""
+        if base in paths:
+            return True
+        if not base.isidentifier() or depth > 2:
+            return False
+        toks = self.src.toks[fn.file]
+        where = [j for j in self._ids(fn).get(base, ())
+                 if toks[j + 1].text == "=" and toks[j - 1].text not in (".", "->")]
+        if where:
+            return all("".join(t.text for t in toks[j + 2:_stmt_end(toks, j + 2, fn.body_end)])
+                       in paths for j in where)
+        if base not in self.params(fn):
+            return False
+        n = self.params(fn).index(base)
+        sites = self.sites_of(fn)
+        for (caller, _, k) in sites:
+            args = self._call_args(caller.file, k)
+            if (caller.file, caller.name) not in fns or args is None or n >= len(args):
+                return False
+            ctoks = self.src.toks[caller.file]
+            text = "".join(t.text for t in ctoks[args[n][0]:args[n][1]])
+            if not self._owner_path(caller, text, paths, fns, depth + 1):
+                return False
+        return bool(sites)
+
     def _owner_or_locked(self, a, accs, owner_fns):
         """The lock every call site of a's function holds that is not in
         one of the owner's functions, when every store of the field holds
@@ -216,6 +272,8 @@ class Owners:
         too; a function whose address is taken never qualifies)."""
         out = {}
         for o in self.P.owners:
+            if o.get("through"):
+                continue        # an owner of objects, not of the field (_declared_owner_paths())
             fns = self._only_called_from(
                 {key for key, fn in self.src.funcs.items() if fn.name in o["functions"]},
                 skip=self.dead)

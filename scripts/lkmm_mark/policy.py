@@ -220,6 +220,10 @@ def _owners(P, f, entries):
                      all(isinstance(x, str) for x in o["functions"])):
             raise _err(f, "owners entry: 'field' must be struct.field or a list of them, "
                        "'functions' a list of function names")
+        through = o.get("through", [])
+        if not (isinstance(through, list) and all(isinstance(x, str) and "->" in x
+                                                     for x in through)):
+            raise _err(f, "owners entry: 'through' must be a list of paths such as 'p->obj'")
         P.owners.append(dict(o, field=fields))
 
 
