@@ -149,6 +149,8 @@ class CliErrors(unittest.TestCase):
                  "state_assertions entry without 'reason'"),
                 ('{"variants": [{"field": "s", "reason": "r"}]}',
                  "'field' must be struct.field"),
+                ('{"work_items": [{"call": "f", "work": "0", "fn": 1, "reason": "r"}]}',
+                 "work and fn must be argument numbers"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "implies": {"true": []}}]}',
                  "implies must map set or null"),
                 ('{"guards": [{"call": "f", "reason": "r", "implies": {"true": '

@@ -153,6 +153,22 @@ class OwnedObject(unittest.TestCase):
         self.assertIn("through", str(cm.exception))
 
 
+class WorkItems(unittest.TestCase):
+    def test_the_work_item_fact_is_what_keeps_the_read_plain(self):
+        """Fixture rewrite_single_writer without kernel.json's 'work_items':
+        the work item's update may run in two tasks, so its read half races
+        with its own store."""
+        def untold(P):
+            P.work_items = []
+        got = {}
+        for tweak in (None, untold):
+            A = analyse_fixture(FIXTURES / "rewrite_single_writer", tweak=tweak)
+            got[tweak is None] = {a.fn: bool(getattr(a, "read_races", False))
+                                  for a in A.accesses if a.kind == "rmw"}
+        self.assertEqual(got[True], {"stats_workfn": False, "total_add": True})
+        self.assertEqual(got[False], {"stats_workfn": True, "total_add": True})
+
+
 class DeclaredPhases(unittest.TestCase):
     def test_the_phase_is_what_keeps_the_finish_plain(self):
         """Fixture declared_phases without its policies/ 'phases' entry:

@@ -219,6 +219,12 @@ class RewriteFixtures(unittest.TestCase):
         the if; 'else if' stays for a human."""
         self.check("rewrite_hoist")
 
+    def test_rewrite_single_writer(self):
+        """The read half of an unlocked read-modify-write: plain in the
+        only writer (a work item on its own struct), READ_ONCE() where
+        the statement runs in two tasks at once."""
+        self.check("rewrite_single_writer")
+
     def test_rewrite_diag(self):
         """A data_race() on a continuation line of a message or an assertion:
         the value is loaded into a local before the statement, the comment

@@ -72,10 +72,8 @@ class Pairs:
             a.lockset_reason = a.reason
             if b is not None:
                 self._paired(a, b)
-                if a.kind == "rmw" and a.rule == "locked-write":
-                    # the read half of 'x->f += n' under the lock races with
-                    # a store made without it: READ_ONCE() in the rewrite
-                    a.read_races = self._racing_store(a, idx.get((a.struct, a.field), ()))
+                if a.kind == "rmw":
+                    a.read_races = self._read_half_races(a, idx.get((a.struct, a.field), ()))
             else:
                 # a candidate: reported apart (report --tier lockset-only),
                 # never marked
@@ -109,6 +107,18 @@ class Pairs:
         a.action, a.rule = ("READ_ONCE", "racing-locked-read") if a.rule == "locked-read" \
             else ("data_race", "diagnostic-read")
         self._paired(a, b)
+
+    def _read_half_races(self, a, cands):
+        """The read half of 'x->f += n' races with a store, so the rewrite
+        marks it READ_ONCE(): under the lock, a store made without it;
+        without a lock, any store, the same statement in another task
+        included (not when one work item or kthread is the field's only
+        writer there: its own load races with nothing)."""
+        if a.rule == "locked-write":
+            return self._racing_store(a, cands) is not None
+        if self._apart(a, a) is None:
+            return True
+        return self._counterpart(a, [b for b in cands if is_store(b)])[0] is not None
 
     def _racing_store(self, a, cands):
         """A store racing with a, made without the lock of a's field.  An

@@ -25,7 +25,7 @@ SCHEMA = {
     "container_accessors": list, "param_locks": list, "container_locks": list,
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
-    "state_assertions": list, "variants": list, "default_target": str, "seed": str,
+    "state_assertions": list, "variants": list, "work_items": list, "default_target": str, "seed": str,
     "replaces": list,
 }
 
@@ -54,6 +54,7 @@ class Policies:
         self.guards = []           # {field or call, reason, implies}: a state a test splits (guards.py)
         self.state_assertions = []  # {call, holds, reason}: an assertion of a guard's state
         self.variants = {}         # struct -> {field, lookups, reason}: two kinds of object (variants.py)
+        self.work_items = []       # {call, work, fn, reason}: a non-reentrant work item's registration
         self.roles = {}            # pointer field -> (struct, role): objects of distinct roles
         self.exceptions = []
         self.bitops = {}
@@ -400,6 +401,14 @@ def _state_assertions(P, f, entries):
         P.state_assertions.append(c)
 
 
+def _work_items(P, f, entries):
+    for c in entries:
+        _need(f, c, ("call", "work", "fn", "reason"), "work_items")
+        if not isinstance(c["work"], int) or not isinstance(c["fn"], int):
+            raise _err(f, "work_items %s: work and fn must be argument numbers", c["call"])
+        P.work_items.append(c)
+
+
 def _variants(P, f, entries):
     for c in entries:
         _need(f, c, ("field", "reason"), "variants")
@@ -450,6 +459,7 @@ _LOADERS = {
     "guards": _guards,
     "state_assertions": _state_assertions,
     "variants": _variants,
+    "work_items": _work_items,
     "instances": _instances,
     "pseudo_locks": _keyed("pseudo_locks", "name", "pseudo_locks", ("name", "struct", "reason")),
     "container_accessors": _container_accessors,

@@ -293,8 +293,11 @@ def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True):
                     E.replace(key, b, S.off(i + 2), ", ")
                 E.insert(key, S.end(semi - 1), ")", (-1, S.off(semi) - a))
             elif act == "WRITE_ONCE" and s["access"] == "rmw":
-                fmt = "%s" if s["rule"] == "locked-write" and not s.get("read_races") \
-                    else "READ_ONCE(%s)"
+                # the read half: READ_ONCE() only when a store races with it
+                # (pairs.py: not under the lock every racing store holds,
+                # nor in the only writer)
+                fmt = "READ_ONCE(%s)" if s.get("read_races") or \
+                    s["rule"] not in ("locked-write", "unlocked-write") else "%s"
                 op = S.txt(i + 1) if i + 1 < len(S.toks) else ""
                 pre = S.txt(j - 1) if j > 0 else ""
                 if op in ("++", "--") and S.txt(i + 2) == ";" and stmt_context(S, j):
