@@ -91,10 +91,11 @@ def lkmm_site(p, actions=None, kinds=None, rules=None):
     if kinds and s["access"] not in kinds:
         return False
     rule = s["rule"]
-    if rule == "locked-write" and s.get("read_races"):
-        # the read half of a locked update races with a store made
-        # without the lock: it is written as READ_ONCE(), as an unlocked one
-        rule = "unlocked-write"
+    if s["access"] == "rmw" and rule in ("locked-write", "unlocked-write"):
+        # the read half of an update is READ_ONCE() only when a store
+        # races with it (a store made without the lock, or the same
+        # update in another task): the rule of the form that reads so
+        rule = "unlocked-write" if s.get("read_races") else "locked-write"
     if rules and rule not in rules:
         return False
     if actions and (s.get("rewrite") or s.get("nested")):
@@ -145,9 +146,10 @@ coccilib.org.print_todo(p[0], lkmm_msg(p))
 // ------------------------------------------------------------- patch mode
 // Only the sites of the plan are touched.  Stores become WRITE_ONCE()
 // statements (a store inside a larger expression is left for a human and
-// stays in the report); a read-modify-write under the lock keeps its plain
-// read (the commit's "locked write must use ONCE, may use plain read"), an
-// unlocked one reads with READ_ONCE().  Prefix ++x->f and --x->f (SmPL
+// stays in the report); a read-modify-write keeps its plain read when no
+// store races with it (under the lock every racing store holds: the
+// commit's "locked write must use ONCE, may use plain read"; or the only
+// writer), else it reads with READ_ONCE().  Prefix ++x->f and --x->f (SmPL
 // takes no position there) are left to the series rewriter.
 // One rule does every rewrite, keeping the matched code as context and
 // adding tokens around it, so that nested sites (a load inside a stored

@@ -531,7 +531,7 @@ class CommittedSeries(unittest.TestCase):
                 texts |= {h[i - 1][1].strip() for i, (a, l) in enumerate(h)
                           if a and "data_race(" in l}
         self.assertEqual(faults, [])
-        self.assertGreaterEqual(n, 20)
+        self.assertGreaterEqual(n, 12)
         self.assertGreaterEqual(len(checked), n - 2)   # WARN(1, ...): use by argument
         self.assertEqual([c for c in checked if c[1] != c[2]], [])
         self.assertGreaterEqual(len(texts), 2, texts)

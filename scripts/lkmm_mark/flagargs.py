@@ -2,12 +2,12 @@
 """Flag arguments: a branch on a parameter that callers pass as a
 constant is not reached from the calls that pass the other value.
 
-    static void clear_bits(struct ctl *ctl, u64 bytes, bool update_stat)
+    static void foo_take(struct foo_ctl *ctl, u64 n, bool update)
     {
             ...
-            if (update_stat)
-                    ctl->free_space -= bytes;   <- not reached from
-    }                                              clear_bits(c, n, false)
+            if (update)
+                    ctl->free -= n;         <- not reached from
+    }                                          foo_take(c, n, false)
 
 The call that passes false, made under another lock than the calls that
 pass true, says nothing about the locks that protect the store: the

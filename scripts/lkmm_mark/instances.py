@@ -9,8 +9,8 @@ other_instance() of every candidate pair).
   store of that field is a fresh allocation ('rc->rsv = foo_alloc_rsv()');
 - a variable assigned only such objects (or NULL), or a parameter every
   caller passes only such objects, through at most three variables and
-  parameters ('dest' of block_rsv_release_bytes(), passed '&fs->global_rsv'
-  or '&fs->delayed_rsv' by every caller, against 'rc->rsv->size');
+  parameters ('dest' of foo_release(), passed '&fs->a_rsv' or
+  '&fs->b_rsv' by every caller, against 'rc->rsv->size');
 - a pointer member the statement just before pointed at another object's
   embedded member ('h->rsv = &p->rsv; ... h->rsv->size');
 - two declared roles of one struct (policies/ 'instances': a subvolume

@@ -181,8 +181,8 @@ class Owners:
     def _declared_owner_paths(self):
         """policies/ 'owners' with "through": the owner's accesses are
         those its functions make through the object it owns, named by a
-        path ('trans->transaction'), a local assigned only such paths
-        ('cur_trans = trans->transaction;'), or a
+        path ('h->tx'), a local assigned only such paths
+        ('cur = h->tx;'), or a
         parameter every call passes such an object in.  Two of them never
         run side by side (each task owns its own object; pairs.py), while
         the owner's accesses to other objects of the struct are judged as

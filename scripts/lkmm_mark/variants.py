@@ -2,9 +2,9 @@
 """Variants of one struct: a field fixed when an object is made says which
 of two kinds it is, and code reaches each kind its own way.
 
-    if (!info->bitmap) {                   e = tree_search_offset(ctl, o, 1, 0);
-            ... info->trim_state ...       e->trim_state = TRIMMED;
-    }                                      (the lookup returns bitmaps only)
+    if (!e->map) {                         m = foo_search(ctl, o, 1);
+            ... e->state ...               m->state = DONE;
+    }                                      (the lookup returns maps only)
 
 The load reads an extent entry, the store writes a bitmap entry: two
 objects, whatever their field (instances.py asks variant_of() of both).
@@ -19,8 +19,8 @@ policies/ 'variants': {"field": "S.f", "lookups": [{"call", "arg",
   (policies/ 'state_assertions'), or a store 'v->f = x' before it, with
   v not assigned in between;
 - else the variant of every value assigned to v in the function: a
-  lookup call with the declared argument ('tree_search_offset(ctl, o, 1,
-  0)'), or another variable;
+  lookup call with the declared argument ('foo_search(ctl, o, 1)'), or
+  another variable;
 - else, for a parameter the function never assigns, the variant every
   call passes (at most three calls deep).
 
