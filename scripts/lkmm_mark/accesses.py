@@ -17,7 +17,7 @@ from .tokutil import _scan_decls
 class Accesses:
     def build_accesses(self):
         acc = {}
-        spatch_fns = set()
+        spatch_fns = set()      # functions spatch reported an access in
         kinds = {}
         # the facts of spatch, and the accesses in macro bodies typed from
         # their call sites (accessors.py)
@@ -28,13 +28,14 @@ class Accesses:
             if r["k"] == "acc":
                 if k not in acc:
                     acc[k] = r
-            elif r["k"] == "fn":
-                spatch_fns.add((r["file"], r["name"]))
+                spatch_fns.add((r["file"], r["fn"]))
             elif r["k"] == "kind":
                 kinds[(r["file"], r["line"], r["col"])] = r
         self.by_range = {}
+        # a function whose body has field accesses (its tokens say) and of
+        # which spatch reported none: spatch could not parse it
         for (f, name), fn in sorted(self.src.funcs.items(), key=lambda x: (x[0][0], x[1].line)):
-            if (f, name) not in spatch_fns:
+            if (f, name) not in spatch_fns and _has_member_access(self.src.toks[f], fn):
                 self.not_analysed.append((f, fn.line, name, "spatch could not parse it"))
         for (f, name), (line, why) in sorted(self.src.unreadable.items()):
             self.not_analysed.append((f, line, name, why))
@@ -279,3 +280,14 @@ def _member_path(toks):
         cur.append(t)
     parts.append(cur)
     return parts
+
+
+def _has_member_access(toks, fn):
+    """fn's body has a field access, 'x->f' or 'x.f' (not a designated
+    initializer '{ .f = v }')."""
+    for k in range(fn.body_start + 1, fn.body_end - 1):
+        t = toks[k].text
+        if (t == "->" or (t == "." and toks[k - 1].text not in ("{", ","))) and \
+                toks[k + 1].kind == "id":
+            return True
+    return False
