@@ -194,4 +194,3 @@ class FactsInterpreter(unittest.TestCase):
             finally:
                 os.environ["PATH"] = old
             self.assertTrue(any(r["k"] == "acc" for r in recs))
-            self.assertTrue(any(r["k"] == "fn" for r in recs))
