@@ -35,6 +35,21 @@ def _make(d):
     return test
 
 
+def analyse_edited(test, name, file, old, new):
+    """The analysis of fixture name with one line of file changed (old,
+    which must be there, becomes new), and the file's original text."""
+    import shutil
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="lkmm-fx-") as tmp:
+        d = Path(tmp) / name
+        shutil.copytree(FIXTURES / name, d)
+        c = d / file
+        text = c.read_text()
+        test.assertIn(old, text)
+        c.write_text(text.replace(old, new))
+        return analyse_fixture(d), text
+
+
 class FixtureTests(unittest.TestCase):
     pass
 
@@ -51,16 +66,8 @@ class FlagArgument(unittest.TestCase):
         then without the lock every other store holds (a lost update) and
         a store that races with the locked load (flagargs.py is what kept
         them apart, not another rule)."""
-        import shutil
-        import tempfile
-        with tempfile.TemporaryDirectory(prefix="lkmm-fx-") as tmp:
-            d = Path(tmp) / "flag_argument"
-            shutil.copytree(FIXTURES / "flag_argument", d)
-            c = d / "flag.c"
-            text = c.read_text()
-            self.assertIn("space_clear(ctl, n, false)", text)
-            c.write_text(text.replace("space_clear(ctl, n, false)", "space_clear(ctl, n, n > 1)"))
-            A = analyse_fixture(d)
+        A, _ = analyse_edited(self, "flag_argument", "flag.c", "space_clear(ctl, n, false)",
+                              "space_clear(ctl, n, n > 1)")
         got = {(a.fn, a.field): (a.action, a.rule) for a in A.accesses if a.struct == "ctl"}
         self.assertEqual(got[("space_clear", "free")], ("none", "lost-update"))
         self.assertEqual(got[("space_note", "noted")], ("WRITE_ONCE", "unlocked-write"))
@@ -71,16 +78,8 @@ class InstanceByArgument(unittest.TestCase):
         """Fixture instance_by_argument with one caller passing its own
         parameter as dest: dest may then be any reserve, so the release's
         load of it races with the relocation's store again."""
-        import shutil
-        import tempfile
-        with tempfile.TemporaryDirectory(prefix="lkmm-fx-") as tmp:
-            d = Path(tmp) / "instance_by_argument"
-            shutil.copytree(FIXTURES / "instance_by_argument", d)
-            c = d / "rsv.c"
-            text = c.read_text()
-            self.assertIn("target = &fs->delayed_rsv;", text)
-            c.write_text(text.replace("target = &fs->delayed_rsv;", "target = r;"))
-            A = analyse_fixture(d)
+        A, text = analyse_edited(self, "instance_by_argument", "rsv.c",
+                                 "target = &fs->delayed_rsv;", "target = r;")
         line = text.splitlines().index("\tif (dest->size < n)") + 1
         got = {(a.fn, a.line): (a.action, a.rule) for a in A.accesses
                if a.struct == "rsv" and a.field == "size"}

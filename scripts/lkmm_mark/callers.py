@@ -502,8 +502,9 @@ def _excluding(x, y):
     calling contexts repeat across the accesses of a function and a
     field."""
     for n, group, base, shared in _tests_of(x):
-        if group and groups_exclude(n, y):
-            return groups_exclude(n, y)
+        hit = groups_exclude(n, y) if group else None
+        if hit:
+            return hit
         if base in y:
             return base
         if shared is not None and shared in y:

@@ -134,6 +134,24 @@ class CallGraph:
         self._sites[id(fn)] = (fn, sites)
         return sites
 
+    def param_arguments(self, fn, v):
+        """[(caller, lo, hi)]: the argument, toks[lo:hi] of the caller's
+        file, that each call of fn passes as its parameter v; None when v
+        is not a parameter of fn, fn's address is taken or a macro body
+        names it (its callers are not all seen), it has no call, or a call
+        passes fewer arguments."""
+        names = self.params(fn)
+        if v not in names or fn.name in self.addr_taken or fn.name in self.macro_used:
+            return None
+        n = names.index(v)
+        out = []
+        for (caller, _, k) in self.sites_of(fn):
+            args = self._call_args(caller.file, k)
+            if args is None or n >= len(args):
+                return None
+            out.append((caller,) + tuple(args[n]))
+        return out or None
+
     def call_graph(self, scan=None):
         """Address-taken functions, functions named in macro bodies (their
         callers are not visible), dead code (preprocessor-disabled blocks,

@@ -24,7 +24,7 @@ Reads .src, .params(), ._bare_uses(), ._call_args(), .sites_of().  Sets
 nothing but its cache (_flagcache).
 """
 from . import csrc
-from .tokutil import _open_blocks, _stmt_end
+from .tokutil import _branch_end, _open_blocks
 
 _LITERAL = {"true": True, "false": False, "0": False, "1": True, "NULL": False}
 
@@ -56,24 +56,15 @@ class FlagArgs:
             if g is None:
                 continue
             n, truth = g
-            if toks[close + 1].text == "{":
-                end = csrc.match_paren(toks, close + 1)
-            else:
-                end = _stmt_end(toks, close + 1, fn.body_end)
+            end = _branch_end(toks, close + 1, fn.body_end)
             out.append((close, end - 1, n, truth))
             if toks[end + 1].text == "else":
-                out.append((end, self._else_end(toks, end + 1, fn), n, not truth))
+                out.append((end, _branch_end(toks, end + 2, fn.body_end), n, not truth))
             elif toks[close + 1].text == "return" and \
                     next(_open_blocks(toks, fn.body_start, i), None) == fn.body_start:
                 out.append((end, fn.body_end, n, not truth))
         memo[key] = out
         return out
-
-    def _else_end(self, toks, e, fn):
-        """The last token of the else-branch starting at toks[e] ('else')."""
-        if toks[e + 1].text == "{":
-            return csrc.match_paren(toks, e + 1)
-        return _stmt_end(toks, e + 1, fn.body_end)
 
     def _param_test(self, fn, toks, lo, hi, names):
         """(index, truth) when toks[lo:hi] is 'p' or '!p' of a parameter p

@@ -146,20 +146,9 @@ class Instances:
     def _param_objects(self, func, v, depth):
         """The objects every call of func passes as its parameter v (not
         for a function whose address is taken), or None."""
-        names = self.params(func)
-        if v not in names or func.name in self.addr_taken or func.name in self.macro_used:
-            return None
-        n = names.index(v)
-        sites = self.sites_of(func)
-        if not sites:
-            return None
         objs = set()
-        for (caller, _, k) in sites:
-            args = self._call_args(caller.file, k)
-            if args is None or n >= len(args):
-                return None
-            o = self._value_objects(caller, self.src.toks[caller.file], args[n][0],
-                                    args[n][1], depth)
+        for (caller, lo, hi) in self.param_arguments(func, v) or ():
+            o = self._value_objects(caller, self.src.toks[caller.file], lo, hi, depth)
             if o is None:
                 return None
             objs |= o

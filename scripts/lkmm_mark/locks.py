@@ -677,9 +677,7 @@ def groups_exclude(n, y):
     g = _group_of(n)
     if g is None:
         return None
-    groups = _groups_in(y) if isinstance(y, frozenset) else \
-        [o for o in map(_group_of, y) if o is not None]
-    for o in groups:
+    for o in _groups_in(frozenset(y)):
         if o[0] == g[0] and (o[1] != g[1] or g[1].endswith("!")):
             if g[1].startswith("="):
                 # a state guard (guards.py)

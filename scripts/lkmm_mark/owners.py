@@ -219,19 +219,12 @@ class Owners:
         if where:
             return all("".join(t.text for t in toks[j + 2:_stmt_end(toks, j + 2, fn.body_end)])
                        in paths for j in where)
-        if base not in self.params(fn):
-            return False
-        n = self.params(fn).index(base)
-        sites = self.sites_of(fn)
-        for (caller, _, k) in sites:
-            args = self._call_args(caller.file, k)
-            if (caller.file, caller.name) not in fns or args is None or n >= len(args):
-                return False
-            ctoks = self.src.toks[caller.file]
-            text = "".join(t.text for t in ctoks[args[n][0]:args[n][1]])
-            if not self._owner_path(caller, text, paths, fns, depth + 1):
-                return False
-        return bool(sites)
+        args = self.param_arguments(fn, base)
+        return bool(args) and all(
+            (caller.file, caller.name) in fns and self._owner_path(
+                caller, "".join(t.text for t in self.src.toks[caller.file][lo:hi]),
+                paths, fns, depth + 1)
+            for (caller, lo, hi) in args)
 
     def _owner_or_locked(self, a, accs, owner_fns):
         """The lock every call site of a's function holds that is not in

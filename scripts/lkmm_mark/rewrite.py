@@ -233,6 +233,15 @@ def _in_define(src, line):
         "define" in lines[k]
 
 
+def _read_half(s):
+    """How the read half of a marked 'x->f += n' reads: READ_ONCE() only
+    when a store races with it (pairs.py: not under the lock every racing
+    store holds, nor in the field's only writer)."""
+    if s.get("read_races") or s["rule"] not in ("locked-write", "unlocked-write"):
+        return "READ_ONCE(%s)"
+    return "%s"
+
+
 def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True):
     """Edits for the sites of one file.  sites: plan dicts (action != none or
     rule owner-read); toks: the tokens of src, when already at hand;
@@ -293,11 +302,7 @@ def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True):
                     E.replace(key, b, S.off(i + 2), ", ")
                 E.insert(key, S.end(semi - 1), ")", (-1, S.off(semi) - a))
             elif act == "WRITE_ONCE" and s["access"] == "rmw":
-                # the read half: READ_ONCE() only when a store races with it
-                # (pairs.py: not under the lock every racing store holds,
-                # nor in the only writer)
-                fmt = "READ_ONCE(%s)" if s.get("read_races") or \
-                    s["rule"] not in ("locked-write", "unlocked-write") else "%s"
+                fmt = _read_half(s)
                 op = S.txt(i + 1) if i + 1 < len(S.toks) else ""
                 pre = S.txt(j - 1) if j > 0 else ""
                 if op in ("++", "--") and S.txt(i + 2) == ";" and stmt_context(S, j):

@@ -267,21 +267,36 @@ def _returns(toks, k, hi):
             k += 1
         return k
     if toks[k].text == "{":
-        e = csrc.match_paren(toks, k)
-        j = e - 1
-        if toks[j].text != ";":
-            return None
         # the block's last statement is a return
-        i = j - 1
-        depth = 0
-        while i > k:
-            t = toks[i].text
-            if t in (")", "]"):
-                depth += 1
-            elif t in ("(", "["):
-                depth -= 1
-            elif depth == 0 and t in (";", "{", "}"):
-                break
-            i -= 1
-        return e if toks[i + 1].text == "return" else None
+        e = csrc.match_paren(toks, k)
+        last = _last_stmt(toks, k, e)
+        return e if last is not None and toks[last].text == "return" else None
     return None
+
+
+def _last_stmt(toks, lo, hi):
+    """The first token of the last statement of the block toks[lo:hi+1]
+    ('{' ... '}'), or None when it does not end in ';'."""
+    j = hi - 1
+    if toks[j].text != ";":
+        return None
+    depth = 0
+    j -= 1
+    while j > lo:
+        t = toks[j].text
+        if t in (")", "]"):
+            depth += 1
+        elif t in ("(", "["):
+            depth -= 1
+        elif depth == 0 and t in (";", "{", "}"):
+            return j + 1
+        j -= 1
+    return lo + 1
+
+
+def _branch_end(toks, k, hi):
+    """The last token of the branch starting at toks[k]: the '}' of a
+    block, or the ';' of a statement."""
+    if toks[k].text == "{":
+        return csrc.match_paren(toks, k)
+    return _stmt_end(toks, k, hi)

@@ -28,7 +28,7 @@ Reads .src, .P.variants, .P.state_assertions, .params(), .sites_of(),
 ._call_args(), .addr_taken, .macro_used.  Sets nothing but its memo.
 """
 from . import csrc
-from .tokutil import _open_blocks, _stmt_end
+from .tokutil import _branch_end, _last_stmt, _open_blocks, _stmt_end
 
 _EXITS = ("return", "goto", "break", "continue")
 
@@ -89,19 +89,11 @@ class Variants:
         return None
 
     def _param_variant(self, fn, v, spec, depth):
-        names = self.params(fn)
-        if v not in names or depth >= 3 or fn.name in self.addr_taken or \
-                fn.name in self.macro_used:
-            return None
-        n = names.index(v)
-        sites = self.sites_of(fn)
+        """The variant every call of fn passes as its parameter v."""
+        args = self.param_arguments(fn, v) if depth < 3 else None
         seen = set()
-        for (caller, _, k) in sites:
-            args = self._call_args(caller.file, k)
-            if args is None or n >= len(args):
-                return None
-            x = self._value_variant(caller, self.src.toks[caller.file], args[n][0],
-                                    args[n][1], spec, depth)
+        for (caller, lo, hi) in args or ():
+            x = self._value_variant(caller, self.src.toks[caller.file], lo, hi, spec, depth)
             if x is None:
                 return None
             seen |= x
@@ -146,21 +138,12 @@ class Variants:
         """What 'if (test) ...' (test says x when true, closing at close)
         says at toks[k]: x inside the then-branch, the other in the else
         branch, the other after a then-branch that always leaves."""
-        if toks[close + 1].text == "{":
-            end = csrc.match_paren(toks, close + 1)
-            last = _last_stmt(toks, close + 1, end)
-        else:
-            end = _stmt_end(toks, close + 1, fn.body_end)
-            last = close + 1
+        end = _branch_end(toks, close + 1, fn.body_end)
+        last = _last_stmt(toks, close + 1, end) if toks[close + 1].text == "{" else close + 1
         if k < end:
             return x
         if toks[end + 1].text == "else":
-            e = end + 1
-            e_end = csrc.match_paren(toks, e + 1) if toks[e + 1].text == "{" else \
-                _stmt_end(toks, e + 1, fn.body_end)
-            if k <= e_end:
-                return _other(x)
-            return None
+            return _other(x) if k <= _branch_end(toks, end + 2, fn.body_end) else None
         if last is not None and toks[last].text in _EXITS and \
                 self._dominates(toks, fn, i, blocks):
             return _other(x)
@@ -194,23 +177,3 @@ def _test(toks, lo, hi, v, member):
 
 def _other(x):
     return "null" if x == "set" else "set"
-
-
-def _last_stmt(toks, lo, hi):
-    """The first token of the last statement of the block toks[lo:hi+1]
-    ('{' ... '}'), or None."""
-    j = hi - 1
-    if toks[j].text != ";":
-        return None
-    depth = 0
-    j -= 1
-    while j > lo:
-        t = toks[j].text
-        if t in (")", "]"):
-            depth += 1
-        elif t in ("(", "["):
-            depth -= 1
-        elif depth == 0 and t in (";", "{", "}"):
-            return j + 1
-        j -= 1
-    return lo + 1
