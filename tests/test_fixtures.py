@@ -230,6 +230,34 @@ class DeclaredProtocols(unittest.TestCase):
             self.assertEqual(without[site], "READ_ONCE", site)
             self.assertNotIn(site, self.marks("state_guard"), site)
 
+    def test_a_weak_handle_still_pins_the_running_transaction(self):
+        """transaction_pin without the handle's 'pin': the weak handle
+        proves nothing, so the commit's store of the running transaction
+        races with its load; without 'err_ptr' the failed start's branch
+        would seem to hold the handle."""
+        spec = json.loads((FIXTURES / "transaction_pin" / "policies.json").read_text())
+        got = self.marks("transaction_pin")
+        self.assertNotIn(("clean_block", "running"), got)
+        self.assertNotIn(("commit", "running"), got)
+        self.assertEqual(got[("peek", "gen")], "READ_ONCE")
+        del spec["param_locks"][0]["pin"]
+        without = self.marks("transaction_pin", json.dumps(spec))
+        self.assertEqual(without[("clean_block", "running")], "READ_ONCE")
+        self.assertEqual(without[("commit", "running")], "WRITE_ONCE")
+        spec = json.loads((FIXTURES / "transaction_pin" / "policies.json").read_text())
+        for lf in spec["lock_functions"]:
+            lf.pop("err_ptr", None)
+        self.assertNotIn(("peek", "gen"), self.marks("transaction_pin", json.dumps(spec)))
+
+    def test_a_malformed_pin_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        spec = json.loads((FIXTURES / "transaction_pin" / "policies.json").read_text())
+        spec["param_locks"][0]["pin"] = "fs3.pin"
+        with self.assertRaises(UserError) as cm:
+            self.marks("transaction_pin", json.dumps(spec))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("pin", str(cm.exception))
+
     def test_exclusive_operations_handed_to_a_thread(self):
         spec = json.loads((FIXTURES / "exclusive_ops" / "policies.json").read_text())
         spec["pseudo_locks"][0]["handed_to_threads"] = False

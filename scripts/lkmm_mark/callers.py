@@ -235,7 +235,8 @@ class Callers:
 
     @property
     def phase_locks(self):
-        return {c["lock"] for c in self.P.param_locks.values()}
+        return {c["lock"] for c in self.P.param_locks.values()} | \
+            {c["pin"]["lock"] for c in self.P.param_locks.values() if c.get("pin")}
 
     def _param_held(self, fn):
         """Locks a parameter of fn stands for (policies/ 'param_locks': a
@@ -248,7 +249,14 @@ class Callers:
             spec = self.P.param_locks.get(types.get(p)) if p else None
             if spec is None:
                 continue
-            if ((fn.file, fn.name), p) in self._null_params():
+            kp = ((fn.file, fn.name), p)
+            maybe = self._null_params()
+            pin = spec.get("pin")
+            if pin and kp not in self._nullp_only:
+                # a handle from any source, a weak one too, holds the pin
+                out[pin["lock"] + ":r"] = How("%s parameter '%s' (%s)" % (
+                    spec["struct"], p, pin["reason"]), fn.line)
+            if kp in maybe:
                 continue
             name = mode_name(spec["lock"], spec)
             out[name] = How("%s parameter '%s' (%s)" % (spec["struct"], p, spec["reason"]),
@@ -272,28 +280,31 @@ class Callers:
         cand, maybe, tested, relies = self._handle_params()
         weak_locals = self._weak_locals()
         weak = set()
+        # maybe NULL, weak or not: no handle at all, not even a weak one's pin
+        null = set(maybe)
         changed = True
         while changed:
             changed = False
             for key, ps in cand.items():
                 fn = self.src.funcs[key]
                 for n, p in ps.items():
-                    if (key, p) in maybe and (key, p) in weak:
+                    if (key, p) in maybe and (key, p) in weak and (key, p) in null:
                         continue
                     for (caller, st, k) in self.sites_of(fn):
                         x = self._arg_token(caller, k, n)
                         ck = ((caller.file, caller.name), x)
                         is_weak = x in weak_locals.get((caller.file, caller.name), ()) or \
                             ck in weak
+                        is_null = (key, p) not in relies and (
+                            x in ("NULL", "0") or (ck in null and ck not in tested))
                         is_maybe = is_weak or (key, p) not in relies and (
                             x in ("NULL", "0") or (ck in maybe and ck not in tested))
-                        if is_weak and (key, p) not in weak:
-                            weak.add((key, p))
-                            changed = True
-                        if is_maybe and (key, p) not in maybe:
-                            maybe.add((key, p))
-                            changed = True
+                        for flag, s in ((is_weak, weak), (is_maybe, maybe), (is_null, null)):
+                            if flag and (key, p) not in s:
+                                s.add((key, p))
+                                changed = True
         self._nullp = maybe
+        self._nullp_only = null
         return maybe
 
     def _arg_token(self, caller, k, n):
@@ -312,6 +323,8 @@ class Callers:
         maybe = set()
         tested = set()
         relies = set()
+        # assertions that hold their argument true ('ASSERT(trans)')
+        asserts = {c["call"] for c in self.P.state_assertions if c["holds"] is True}
         for key, fn in self.src.funcs.items():
             types = None
             for n, p in enumerate(self.params(fn)):
@@ -329,7 +342,8 @@ class Callers:
                         # called from a macro body: the handles its callers
                         # pass are not seen (a weak one among them)
                         maybe.add((key, p))
-                    elif _derefs(toks, fn.body_start, fn.body_end, p):
+                    elif _derefs(toks, fn.body_start, fn.body_end, p) or \
+                            _asserted_set(toks, fn.body_start, fn.body_end, p, asserts):
                         relies.add((key, p))
         return cand, maybe, tested, relies
 
@@ -574,3 +588,13 @@ def _derefs(toks, lo, hi, p):
     it (_null_tested()), the code relies on p being set."""
     return any(toks[k].text == p and toks[k + 1].text == "->" and
                toks[k - 1].text not in (".", "->") for k in range(lo, hi - 1))
+
+
+def _asserted_set(toks, lo, hi, p, asserts):
+    """Is 'A(p)' in toks[lo:hi] for an assertion A that holds its argument
+    true: the function relies on p being set."""
+    for k in range(lo + 2, hi - 1):
+        if toks[k].text == p and toks[k - 1].text == "(" and toks[k + 1].text == ")" and \
+                toks[k - 2].text in asserts:
+            return True
+    return False

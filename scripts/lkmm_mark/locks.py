@@ -87,6 +87,7 @@ class LockFlow:
         self.res = FlowResult()
         self.labels = {}            # label -> State merged from gotos
         self.loops = []             # stack of [break_state, continue_state]
+        self.err_ptr = {}           # v -> locks 'v = f()' took if it is no error pointer
 
     def run(self, entry=None):
         st = entry or State()
@@ -334,6 +335,15 @@ class LockFlow:
                 continue
             break
         spec = self.lockfns.get(t[k].text) if k < hi and t[k].kind == "id" else None
+        if self.err_ptr and t[k].text in ERR_TESTS and k + 3 < hi and t[k + 1].text == "(" \
+                and t[k + 2].text in self.err_ptr and t[k + 3].text == ")":
+            # 'if (IS_ERR(trans))' after 'trans = start()': it failed and
+            # holds nothing it would have taken
+            s = self.expr(lo, hi, st)
+            failed = s.copy()
+            for name in self.err_ptr[t[k + 2].text]:
+                failed.held.pop(name, None)
+            return (s, failed) if neg else (failed, s)
         if spec and spec["op"] in ("trylock", "acquire_ret0") and k + 1 < hi and t[k + 1].text == "(":
             c = self._match(k + 1)
             before = self.expr(lo, k, st, skip_events=True)
@@ -562,8 +572,15 @@ class LockFlow:
                     c = self._match(k + 1)
                     # record the argument tokens with the state before the call
                     self._record_range(k + 1, c, st)
+                    before = st
                     for sp, name in self._picks(spec, k + 2, c):
                         st = self._apply(sp, name, st, tk.line, k)
+                    if spec.get("err_ptr") and k >= 2 and t[k - 1].text == "=" and \
+                            t[k - 2].kind == "id":
+                        # 'v = f()' of a wrapper that returns an error
+                        # pointer when it takes nothing ('err_ptr')
+                        self.err_ptr[t[k - 2].text] = [n for n in st.held
+                                                       if n not in before.held]
                     k = c + 1
                     continue
             k += 1
@@ -596,6 +613,9 @@ class LockFlow:
                 self.res.events.append((k, "acquire", name))
         elif op == "release":
             gone = {name, name + ":r"}
+            for extra in spec.get("also", ()):
+                # the other locks it took with its own ('also') go with it
+                gone |= {extra["lock"], extra["lock"] + ":r"}
             if spec.get("mode") != "group":
                 # a lock taken in several groups (one per exclusive operation)
                 # released without naming one: whichever group is held
@@ -621,6 +641,9 @@ def _also(st, spec, how):
     spin lock that guards it held)."""
     for extra in spec.get("also", ()):
         st.held[mode_name(group_lock(extra["lock"], extra), extra)] = how
+
+
+ERR_TESTS = ("IS_ERR", "IS_ERR_OR_NULL")
 
 
 class _NoGuards:

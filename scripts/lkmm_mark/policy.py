@@ -270,6 +270,10 @@ def _param_locks(P, f, entries):
                        c["struct"])
         if c["mode"] not in ("read", "exclusive"):
             raise _err(f, "param_locks %s: mode must be read or exclusive", c["struct"])
+        pin = c.get("pin")
+        if pin is not None and not (isinstance(pin, dict) and isinstance(pin.get("lock"), str)
+                                    and isinstance(pin.get("reason"), str)):
+            raise _err(f, "param_locks %s: pin must be {\"lock\", \"reason\"}", c["struct"])
         P.param_locks[c["struct"]] = c
 
 
