@@ -73,6 +73,17 @@ class FlagArgument(unittest.TestCase):
         self.assertEqual(got[("space_note", "noted")], ("WRITE_ONCE", "unlocked-write"))
 
 
+class MarkedGuard(unittest.TestCase):
+    def test_a_local_loaded_with_read_once_tests_the_guard(self):
+        """state_guard as a patched tree has it: 'q = READ_ONCE(f->quota_root);
+        if (!q)' tests the same state as 'if (!f->quota_root)', so the
+        load of qulist behind it stays plain."""
+        A, _ = analyse_edited(self, "state_guard", "state.c", "\tif (!fsi->quota_root)\n\t\tgoto out;\n\tret",
+                              "\tq = READ_ONCE(fsi->quota_root);\n\tif (!q)\n\t\tgoto out;\n\tret")
+        got = {(a.fn, a.field): a.action for a in A.accesses if a.kind == "read"}
+        self.assertEqual(got[("quota_reserve", "qulist")], "none")
+
+
 class InstanceByArgument(unittest.TestCase):
     def test_an_unknown_argument_keeps_the_pair(self):
         """Fixture instance_by_argument with one caller passing its own

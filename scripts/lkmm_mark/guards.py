@@ -136,7 +136,12 @@ class Guards:
             end = j + 2
             while end < len(t) and t[end].text != ";":
                 end += 1
-            return self._field_at(t, j + 2, end, resolve) if end - j - 2 >= 3 else None
+            lo = j + 2
+            if t[lo].text in _MARKED and t[lo + 1].text == "(" and \
+                    match_paren(t, lo + 1) == end - 1:
+                # 'v = READ_ONCE(x->f);' (a patched tree)
+                lo, end = lo + 2, end - 1
+            return self._field_at(t, lo, end, resolve) if end - lo >= 3 else None
         return None
 
     # ----------------------------------------------------------- states
