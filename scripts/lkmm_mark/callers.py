@@ -22,7 +22,7 @@ from . import csrc
 from .locks import How, group_lock, mode_name, groups_exclude
 from .guards import guard_struct
 from .source import _short
-from .tokutil import _null_tested, _split
+from .tokutil import _asserted_set, _null_tested, _split
 
 # how entry_locks() names a lock every caller holds
 _BY_CALLERS = "held by all"
@@ -191,12 +191,18 @@ class Callers:
         """How many pairs of calling contexts of accesses a and b share no
         excluding lock, of how many (pairs.py prefers the counterpart that
         races in the most of its contexts)."""
-        xs, ys = self._locksets(a), self._locksets(b)
-        # many contexts share a lockset: count each distinct pair once
-        cx, cy = collections.Counter(xs), collections.Counter(ys)
-        racing = sum(n * m for x, n in cx.items() for y, m in cy.items()
-                     if _excluding(x, y) is None)
-        return racing, len(xs) * len(ys)
+        xs, ys = tuple(self._locksets(a)), tuple(self._locksets(b))
+        memo = self.__dict__.setdefault("_rcmemo", {})
+        got = memo.get((xs, ys))
+        if got is None:
+            # many contexts share a lockset: count each distinct pair once
+            # (and many accesses share their contexts' locksets: a fifth
+            # of the pairs asked about are distinct)
+            cx, cy = collections.Counter(xs), collections.Counter(ys)
+            racing = sum(n * m for x, n in cx.items() for y, m in cy.items()
+                         if _excluding(x, y) is None)
+            got = memo[(xs, ys)] = (racing, len(xs) * len(ys))
+        return got
 
     def _ctx_excluded(self, r, writes, common):
         """Every calling context of read r shares a lock with every calling
@@ -589,12 +595,3 @@ def _derefs(toks, lo, hi, p):
     return any(toks[k].text == p and toks[k + 1].text == "->" and
                toks[k - 1].text not in (".", "->") for k in range(lo, hi - 1))
 
-
-def _asserted_set(toks, lo, hi, p, asserts):
-    """Is 'A(p)' in toks[lo:hi] for an assertion A that holds its argument
-    true: the function relies on p being set."""
-    for k in range(lo + 2, hi - 1):
-        if toks[k].text == p and toks[k - 1].text == "(" and toks[k + 1].text == ")" and \
-                toks[k - 2].text in asserts:
-            return True
-    return False

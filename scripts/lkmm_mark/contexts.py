@@ -60,11 +60,17 @@ class Contexts:
         return c
 
     def _callers_of(self, name):
-        out = set()
-        for fn in self.src.by_name.get(name, ()):
-            for (caller, _, _) in self.sites_of(fn):
-                out.add(caller.name)
-        out.discard(name)
+        # remembered with sites_of()'s own, which call_graph() resets
+        # whenever it changes a call site
+        key = ("callers of", name)
+        out = self._sites.get(key)
+        if out is None:
+            out = set()
+            for fn in self.src.by_name.get(name, ()):
+                for (caller, _, _) in self.sites_of(fn):
+                    out.add(caller.name)
+            out.discard(name)
+            out = self._sites[key] = frozenset(out)
         return out
 
     def context_of(self, name):

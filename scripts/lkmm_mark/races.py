@@ -113,8 +113,15 @@ class Races:
         memo = self._wxmemo
         k = (id(b), id(a))
         if k not in memo:
-            memo[k] = None if b.func is None or a.func is None else \
-                self._ctx_excluded(b, [a], [])
+            if b.func is None or a.func is None:
+                memo[k] = None
+            else:
+                # the answer depends on the two sets of locksets alone,
+                # which many pairs share
+                k2 = (frozenset(self._locksets(b)), frozenset(self._locksets(a)))
+                if k2 not in memo:
+                    memo[k2] = self._ctx_excluded(b, [a], [])
+                memo[k] = memo[k2]
         return memo[k]
 
 

@@ -149,6 +149,16 @@ def _null_tested(toks, lo, hi, name):
     return False
 
 
+def _asserted_set(toks, lo, hi, p, asserts):
+    """Is 'A(p)' in toks[lo:hi] for an assertion A that holds its argument
+    true: the function relies on p being set."""
+    for k in range(lo + 2, hi - 1):
+        if toks[k].text == p and toks[k - 1].text == "(" and toks[k + 1].text == ")" and \
+                toks[k - 2].text in asserts:
+            return True
+    return False
+
+
 def _open_blocks(toks, lo, k):
     """The '{' of every block that holds toks[k], innermost first, down
     to toks[lo]."""
