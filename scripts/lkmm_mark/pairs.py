@@ -104,8 +104,11 @@ class Pairs:
         if b is None:
             return
         a.lockset_reason = a.reason
-        a.action, a.rule = ("READ_ONCE", "racing-locked-read") if a.rule == "locked-read" \
-            else ("data_race", "diagnostic-read")
+        # a read only for a message or an assertion documents its race
+        # with data_race(), whatever lock it holds (policy: diagnostic reads)
+        diag = any(self.P.is_diag(c) for c in (a.ctx or ()))
+        a.action, a.rule = ("READ_ONCE", "racing-locked-read") \
+            if a.rule == "locked-read" and not diag else ("data_race", "diagnostic-read")
         self._paired(a, b)
 
     def _read_half_races(self, a, cands):
