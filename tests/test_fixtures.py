@@ -179,6 +179,27 @@ class WorkItems(unittest.TestCase):
         self.assertEqual(got[False], {"stats_workfn": True, "total_add": True})
 
 
+class NewInodeWindow(unittest.TestCase):
+    def test_the_window_forms_are_what_keep_the_stores_private(self):
+        """Fixture new_inode_window without kernel.json's 'set_by': the
+        store after insert_inode_locked() is a shared store again; without
+        the container accessor, the store through ei after the negated
+        I_NEW block is too."""
+        def no_set_by(P):
+            for spec in P.new_flags:
+                spec["set_by"] = []
+        rules = {}
+        for tweak, pol in ((None, None), (no_set_by, None), (None, "{}")):
+            A = analyse_fixture(FIXTURES / "new_inode_window", policies=pol, tweak=tweak)
+            rules[(tweak is None, pol)] = {(a.fn, a.line): a.rule for a in A.accesses
+                                           if a.field == "y_size" and a.kind == "write"}
+        got = rules[(True, None)]
+        self.assertEqual((got[("ycreate", 35)], got[("yiget", 52)]), ("private", "private"))
+        self.assertNotEqual(rules[(False, None)][("ycreate", 35)], "private")
+        self.assertEqual(rules[(False, None)][("yiget", 52)], "private")
+        self.assertNotEqual(rules[(True, "{}")][("yiget", 52)], "private")
+
+
 class DeclaredPhases(unittest.TestCase):
     def test_the_phase_is_what_keeps_the_finish_plain(self):
         """Fixture declared_phases without its policies/ 'phases' entry:

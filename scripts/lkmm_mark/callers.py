@@ -380,7 +380,8 @@ class Callers:
             c = False
             for n in range(len(args or ())):
                 r = self._arg_private(caller, k, n)
-                if r is not None and r[1] == "stack":
+                # a stack object, or one a flag says is new (I_NEW)
+                if r is not None and (r[1] == "stack" or r[0].startswith("new: ")):
                     c = True
                     break
             self._ppcache[key] = c

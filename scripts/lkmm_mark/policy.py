@@ -394,6 +394,9 @@ def _new_object_flags(P, f, entries):
                 not all(isinstance(x, str) and x for x in b["publish"]):
             raise _err(f, "new_object_flags %s: publish must be a list of functions",
                        b["flag"])
+        sb = b.get("set_by", [])
+        if not isinstance(sb, list) or not all(isinstance(x, str) and x for x in sb):
+            raise _err(f, "new_object_flags %s: set_by must be a list of functions", b["flag"])
         P.new_flags.append(b)
 
 

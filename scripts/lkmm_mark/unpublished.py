@@ -13,7 +13,7 @@ published' exclusions come from.
 """
 from . import csrc
 from .locks import KEYWORDS
-from .tokutil import _in_loop, _is_label, _stmt_end as _stmt_end_tok
+from .tokutil import _in_loop, _is_label, _last_stmt, _stmt_end as _stmt_end_tok
 
 
 class Unpublished:
@@ -34,10 +34,11 @@ class Unpublished:
         lo, hi = fn.body_start, fn.body_end
         ids = self._ids(fn)
         for spec in self.P.new_flags:
-            if spec["flag"] not in ids:
+            if spec["flag"] not in ids and not any(c in ids for c in spec.get("set_by", ())):
                 continue                    # fn never names the flag
             for k in range(lo + 1, hi - 8):
-                w = self._flag_if(toks, k, hi, spec) or self._flag_assert(toks, k, hi, spec)
+                w = self._flag_if(toks, k, hi, spec) or self._flag_assert(toks, k, hi, spec) \
+                    or self._flag_set_by(toks, k, hi, spec)
                 if w is None:
                     continue
                 name, start, end = w
@@ -47,10 +48,22 @@ class Unpublished:
                         if any(b - a2 == 1 and toks[a2].text == name for a2, b in args):
                             end = j
                             break
-                out.setdefault(name, (start, end, "new: %s is set in %s->%s%s (%s)" % (
+                why = "new: %s is set in %s->%s%s (%s)" % (
                     spec["flag"], name, spec["member"],
                     " until %s()" % spec["publish"][0] if spec["publish"] else "",
-                    spec["reason"])))
+                    spec["reason"])
+                out.setdefault(name, (start, end, why))
+                # 'ei = FOO_I(x);' before the end of the window (policies
+                # 'container_accessors'), ei assigned nowhere else and x
+                # not again after it: the struct around x, as new
+                for j in range(lo + 1, end - 5):
+                    if toks[j].kind == "id" and toks[j + 1].text == "=" and \
+                            toks[j + 2].text in self.P.container_accessors and \
+                            toks[j + 3].text == "(" and toks[j + 4].text == name and \
+                            toks[j + 5].text == ")" and toks[j - 1].text in (";", "{", "}", "*") \
+                            and _assigned_once(toks, lo, hi, toks[j].text) and \
+                            not _assigned_once(toks, j, end, name):
+                        out.setdefault(toks[j].text, (max(j, start), end, why))
         return out
 
     @staticmethod
@@ -67,7 +80,17 @@ class Unpublished:
             return None
         close = a + 5 if not neg else a + 6
         if neg:
-            if toks[close].text != ")" or toks[close + 1].text != "return":
+            if toks[close].text != ")":
+                return None
+            if toks[close + 1].text == "{":
+                # 'if (!(x->m & F)) { ...; return x; }': the block ends
+                # in a return, so the rest of fn runs with the flag set
+                end = csrc.match_paren(toks, close + 1)
+                last = _last_stmt(toks, close + 1, end)
+                if last is None or toks[last].text != "return":
+                    return None
+                return toks[a].text, end, hi
+            if toks[close + 1].text != "return":
                 return None
             start = close + 1
             while start < hi and toks[start].text != ";":
@@ -76,6 +99,16 @@ class Unpublished:
         if toks[close + 1].text != "{":
             return None
         return toks[a].text, close + 1, csrc.match_paren(toks, close + 1)
+
+    @staticmethod
+    def _flag_set_by(toks, k, hi, spec):
+        """(name, from, to) of a call that sets the flag on its first
+        argument, 'insert_inode_locked(x)' (policies 'set_by'): the rest
+        of fn."""
+        if toks[k].text not in spec.get("set_by", ()) or toks[k + 1].text != "(" or \
+                toks[k + 2].kind != "id" or toks[k + 3].text not in (")", ","):
+            return None
+        return toks[k + 2].text, csrc.match_paren(toks, k + 1), hi
 
     def _flag_assert(self, toks, k, hi, spec):
         """(name, from, to) of 'ASSERT(test_bit(FLAG, &x->member));' at k:
@@ -255,3 +288,10 @@ class Unpublished:
         if c is None:
             c = self._unpubcache[key] = self._cut_at_labels(fn, self._unpublished_stack(fn))
         return c
+
+
+def _assigned_once(toks, lo, hi, v):
+    """Is v assigned ('v = ...') exactly once in toks[lo:hi]?"""
+    n = sum(1 for k in range(lo + 1, hi - 1) if toks[k].text == v and toks[k + 1].text == "="
+            and toks[k - 1].text not in (".", "->"))
+    return n == 1
