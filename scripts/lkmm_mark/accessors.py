@@ -71,7 +71,9 @@ class Accessors:
         """Access facts at the call sites of accessor macros and of the
         functions generator macros define."""
         members, lvalues, generated = {}, {}, {}
-        defs = [(f, d) for f in sorted(self.src.text) for d in macro_defs(self.src.text[f])]
+        defs = self.src.macro_defs
+        if defs is None:
+            defs = [(f, d) for f in sorted(self.src.text) for d in macro_defs(self.src.text[f])]
         for f, (name, params, body) in defs:
             self._scan_lvalues(f, name, params, body, lvalues)
         for f, (name, params, body) in defs:

@@ -16,11 +16,22 @@ import os
 import re
 
 from . import csrc
+from .accessors import macro_defs
 from .locks import KEYWORDS
 from .tokutil import _declares, _owner, _ops_member, _call_start
 
 
 class SourceScan:
+    def warm_source_caches(self):
+        """Fill the caches the Source object keeps for every stage that
+        reads the sources alone (each function's declared types, the
+        function-like macro definitions), while the facts pass runs:
+        the analysis that follows finds them done."""
+        for fn in self.src.funcs.values():
+            self._decl_types(fn)
+        self.src.macro_defs = [(f, d) for f in sorted(self.src.text)
+                               for d in macro_defs(self.src.text[f])]
+
     def source_scan(self):
         """The parts of the call graph that depend on the sources alone (no
         facts, no lock flow), as plain data: it can be computed in another

@@ -85,6 +85,7 @@ class Source:
         self.typedefs = {}
         self.pos = {}            # file -> (line, col) -> token index (.get())
         self.file_structs = {}   # file -> the structs it defines
+        self.macro_defs = None   # accessors.macro_defs() of every file, once
         self.unreadable = {}     # (file, function) -> (line, why it cannot be read)
         for f in files:
             with open(os.path.join(tree, f), errors="replace") as fh:
