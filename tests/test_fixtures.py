@@ -200,6 +200,16 @@ class NewInodeWindow(unittest.TestCase):
         self.assertNotEqual(rules[(True, "{}")][("yiget", 52)], "private")
 
 
+    def test_a_malformed_set_by_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "new_inode_window", policies=json.dumps(
+                {"new_object_flags": [{"member": "i_state", "flag": "I_NEW", "publish": [],
+                                       "set_by": "insert_inode_locked", "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("set_by", str(cm.exception))
+
+
 class DeclaredPhases(unittest.TestCase):
     def test_the_phase_is_what_keeps_the_finish_plain(self):
         """Fixture declared_phases without its policies/ 'phases' entry:

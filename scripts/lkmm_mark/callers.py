@@ -303,8 +303,8 @@ class Callers:
                             ck in weak
                         is_null = (key, p) not in relies and (
                             x in ("NULL", "0") or (ck in null and ck not in tested))
-                        is_maybe = is_weak or (key, p) not in relies and (
-                            x in ("NULL", "0") or (ck in maybe and ck not in tested))
+                        # maybe is weak or null (what is maybe is one or both)
+                        is_maybe = is_weak or is_null
                         for flag, s in ((is_weak, weak), (is_maybe, maybe), (is_null, null)):
                             if flag and (key, p) not in s:
                                 s.add((key, p))
@@ -595,4 +595,3 @@ def _derefs(toks, lo, hi, p):
     it (_null_tested()), the code relies on p being set."""
     return any(toks[k].text == p and toks[k + 1].text == "->" and
                toks[k - 1].text not in (".", "->") for k in range(lo, hi - 1))
-

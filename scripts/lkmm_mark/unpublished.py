@@ -61,8 +61,8 @@ class Unpublished:
                             toks[j + 2].text in self.P.container_accessors and \
                             toks[j + 3].text == "(" and toks[j + 4].text == name and \
                             toks[j + 5].text == ")" and toks[j - 1].text in (";", "{", "}", "*") \
-                            and _assigned_once(toks, lo, hi, toks[j].text) and \
-                            not _assigned_once(toks, j, end, name):
+                            and _assignments(toks, lo, hi, toks[j].text) == 1 and \
+                            _assignments(toks, j, end, name) == 0:
                         out.setdefault(toks[j].text, (max(j, start), end, why))
         return out
 
@@ -290,8 +290,7 @@ class Unpublished:
         return c
 
 
-def _assigned_once(toks, lo, hi, v):
-    """Is v assigned ('v = ...') exactly once in toks[lo:hi]?"""
-    n = sum(1 for k in range(lo + 1, hi - 1) if toks[k].text == v and toks[k + 1].text == "="
-            and toks[k - 1].text not in (".", "->"))
-    return n == 1
+def _assignments(toks, lo, hi, v):
+    """How many times v is assigned ('v = ...') in toks[lo:hi]."""
+    return sum(1 for k in range(lo + 1, hi - 1) if toks[k].text == v and toks[k + 1].text == "="
+               and toks[k - 1].text not in (".", "->"))
