@@ -23,11 +23,18 @@ def make_tree(fixture, tmp):
     dst = tree / TARGET
     dst.mkdir(parents=True)
     for p in sorted(Path(fixture).rglob("*")):
-        if p.suffix in (".c", ".h") and p.is_file():
-            rel = p.relative_to(fixture)
+        rel = p.relative_to(fixture)
+        if p.suffix in (".c", ".h") and p.is_file() and rel.parts[0] != "kernel-include":
             (dst / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(p, dst / rel)
-    (tree / "include").mkdir()
+    # the fixture's kernel-include/ is the tree's include/, its Makefile
+    # the target's
+    if (Path(fixture) / "kernel-include").is_dir():
+        shutil.copytree(Path(fixture) / "kernel-include", tree / "include")
+    else:
+        (tree / "include").mkdir()
+    if (Path(fixture) / "Makefile").is_file():
+        shutil.copy(Path(fixture) / "Makefile", dst / "Makefile")
     return tree
 
 

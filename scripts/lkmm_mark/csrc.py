@@ -541,11 +541,13 @@ def struct_name(t):
 _PP = re.compile(r"\s*#\s*(\w+)\s*(.*)")
 
 
-def disabled_lines(src):
+def disabled_lines(src, never=frozenset()):
     """Line numbers (1-based) the preprocessor never compiles, whatever the
-    configuration: '#if 0' blocks, and '#ifdef X' blocks where the file has
-    '#undef X' before them (and no '#define X' in between).  The '#else'
-    branch of such a block is live.  Other conditionals count as live."""
+    configuration: '#if 0' blocks, '#ifdef X' blocks where the file has
+    '#undef X' before them (and no '#define X' in between), and '#ifdef X',
+    '#if defined(X)' or '#if X' blocks of a macro X in never (one nothing
+    defines: never_defined()).  The '#else' branch of such a block is
+    live.  Other conditionals count as live."""
     dead = set()
     undef = set()
     stack = []
@@ -563,7 +565,9 @@ def disabled_lines(src):
             rest = m.group(2).split("/*")[0].split("//")[0].split()
             word = rest[0] if rest else ""
             if d in ("if", "ifdef", "ifndef"):
-                stack.append((d == "if" and rest == ["0"]) or (d == "ifdef" and word in undef))
+                stack.append((d == "if" and rest == ["0"]) or
+                             (d == "ifdef" and (word in undef or word in never)) or
+                             (d == "if" and _if_macro(" ".join(rest)) in never))
             elif d in ("else", "elif"):
                 if stack:
                     stack[-1] = False
@@ -578,6 +582,50 @@ def disabled_lines(src):
             dead.update(range(start + 1, n + 2))
         n += 1
     return dead
+
+
+_IF_ONE = re.compile(r"^(?:defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)|(\w+))$")
+_IFDEF = re.compile(r"^[ \t]*#[ \t]*if(?:def)?[ \t]+(?:defined[ \t]*\(?[ \t]*)?(\w+)", re.M)
+# macros a build may define on the command line for any directory
+_BUILD_DEFINED = frozenset({"DEBUG", "VERBOSE_DEBUG"})
+
+
+def _if_macro(expr):
+    """X of '#if X', '#if defined(X)', '#if defined X'; None for others."""
+    m = _IF_ONE.match(expr.strip())
+    return next((g for g in m.groups() if g), None) if m else None
+
+
+def never_defined(texts, headers, flags):
+    """The macros the target's '#ifdef X' / '#if defined(X)' / '#if X'
+    test that nothing defines: no '#define X' in the target (texts), in
+    the kernel headers (headers: an iterable of their texts, read only
+    while candidates remain) or '-DX' in the build flags (flags: the
+    Makefile texts), and not a configuration option (CONFIG_*), a name
+    the compiler or architecture reserves ('_X'), or one a build may pass
+    for any directory (DEBUG)."""
+    cands = set()
+    for text in texts:
+        if "#" in text:
+            cands.update(_IFDEF.findall(text))
+    cands = {x for x in cands if not x.startswith(("CONFIG_", "_")) and
+             x not in _BUILD_DEFINED and not x.isdigit()}
+    for text in list(texts) + list(flags):
+        cands -= _defined_in(text, cands)
+    if cands:
+        for text in headers:
+            cands -= _defined_in(text, cands)
+            if not cands:
+                break
+    return frozenset(cands)
+
+
+def _defined_in(text, names):
+    """The names of names that text #defines or passes as -DNAME."""
+    if not names or ("#" not in text and "-D" not in text):
+        return set()
+    return {x for x in names if x in text and re.search(
+        r"(?:^[ \t]*#[ \t]*define[ \t]+|-D)%s\b" % re.escape(x), text, re.M)}
 
 
 def macro_bodies(src):

@@ -47,7 +47,7 @@ class SourceScan:
         those a header of the target declares."""
         src = self.src
         addr = self._mentions()
-        macro_used, dead_lines = _macro_names(src)
+        macro_used, dead_lines = _macro_names(src, self.tree)
         # non-static functions named by the kernel's trace event headers
         # are called from there
         outside = _trace_event_names(self.tree)
@@ -200,14 +200,40 @@ def _not_the_function(toks, i):
     return False
 
 
-def _macro_names(src):
+def _kernel_headers(tree):
+    """The texts of the kernel's own headers, one at a time."""
+    for d in ("include", os.path.join("arch", "x86", "include")):
+        for root, _, files in os.walk(os.path.join(tree, d)):
+            for f in sorted(files):
+                if f.endswith(".h"):
+                    with open(os.path.join(root, f), "rb") as fh:
+                        yield fh.read().decode("latin-1")
+
+
+def _build_flags(tree, files):
+    """The texts of the Makefiles of the target's directories and the top
+    one (where '-DX' defines a macro for its files)."""
+    out = []
+    dirs = {os.path.dirname(f) for f in files} | {""}
+    for d in sorted(dirs):
+        for name in ("Makefile", "Kbuild"):
+            p = os.path.join(tree, d, name)
+            if os.path.isfile(p):
+                with open(p, "rb") as fh:
+                    out.append(fh.read().decode("latin-1"))
+    return out
+
+
+def _macro_names(src, tree=None):
     """(the target's functions that macro bodies name, file -> its
     preprocessor-disabled lines)."""
     macro_used = set()
     pasted = set()
     dead_lines = {}
+    never = csrc.never_defined(list(src.text.values()), _kernel_headers(tree),
+                               _build_flags(tree, src.text)) if tree else frozenset()
     for f, text in src.text.items():
-        dead_lines[f] = csrc.disabled_lines(text)
+        dead_lines[f] = csrc.disabled_lines(text, never)
         for body in csrc.macro_bodies(text):
             for t in csrc.tokenize(body.replace("#", " ")):
                 if t.kind == "id" and t.text in src.by_name:
