@@ -122,6 +122,29 @@ class AssertedState(unittest.TestCase):
         self.assertIn("holds", str(cm.exception))
 
 
+class InitialisedHere(unittest.TestCase):
+    def test_the_lock_initialiser_is_what_makes_them_private(self):
+        """Fixture initialised_here: the stores made before the object is
+        linked are private, also after the call that only stores it in
+        the private context; without kernel.json's 'initialisers' they
+        are not."""
+        A = analyse_fixture(FIXTURES / "initialised_here")
+        rules = {(a.line, a.field): a.rule for a in A.accesses if a.fn == "pa_new"}
+        self.assertEqual(rules[(38, "start")], "private")
+        self.assertEqual(rules[(42, "owner")], "private")      # after ctx_use()
+        self.assertEqual(rules[(47, "hits")], "locked-write")  # after list_add()
+        reset = [a.rule for a in A.accesses if a.fn == "pa_reset" and a.field == "len"]
+        self.assertEqual(len(reset), 1)
+        self.assertNotEqual(reset[0], "private")               # a lock made in a branch
+
+        def untold(P):
+            P.initialisers = set()
+        A = analyse_fixture(FIXTURES / "initialised_here", tweak=untold)
+        got = {(a.line, a.field): a.rule for a in A.accesses if a.fn == "pa_new"}
+        self.assertNotEqual(got[(38, "start")], "private")
+        self.assertNotEqual(got[(42, "owner")], "private")
+
+
 class ObjectVariants(unittest.TestCase):
     def test_the_variants_fact_is_what_keeps_them_apart(self):
         """Fixture object_variants without its 'variants' entry: the

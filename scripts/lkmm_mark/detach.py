@@ -61,6 +61,8 @@ class Detach:
             out.setdefault(name, d)
         for name, d in self._fresh_members_here(fn).items():
             out.setdefault(name, d)
+        for name, d in self._initialised_here(fn).items():
+            out.setdefault(name, d)
         for name, d in self._stolen(fn).items():
             out.setdefault(name, d)
         for name, d in self._asserted_off_list(fn).items():

@@ -148,11 +148,8 @@ class Escapes:
         site passes a stack object, a fresh allocation, an object a
         constructor returned, or a private parameter of its own (fixed
         point).  Such a parameter is as private as the caller's object."""
-        self._privcache = {}
-        self._pofcache = {}
-        self._mixedcache = {}
+        self._forget_windows()
         self._pmixed = {}
-        self._detcache = {}
         self.priv_params = {}
         # a failed parameter is looked at again only when the private
         # parameters of the caller that failed it have changed since
@@ -197,6 +194,17 @@ class Escapes:
                         changed = True
             if not changed:
                 break
+        self._forget_windows()
+
+    def _forget_windows(self):
+        """The caches of private.py and detach.py: after private_params()
+        has found every private parameter, the windows of objects handed
+        only into them (unpublished.py _kept_privately()) are no longer
+        cut at those calls."""
+        self._detcache = {}
+        self._privcache = {}
+        self._pofcache = {}
+        self._mixedcache = {}
 
     def _param_mixed(self, fn, p):
         """For a parameter fn assigns again: its assignments as (token,

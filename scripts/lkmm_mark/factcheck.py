@@ -49,7 +49,7 @@ NAMES = {
     "non_retaining_functions": [("", "id")], "publish_functions": [("name", "id")],
     "unlink_functions": [("", "id")], "sync_callers": [("", "id")],
     "non_calling_macros": [("", "id")], "link_removal_functions": [("", "id")],
-    "link_test_functions": [("", "id")],
+    "link_test_functions": [("", "id")], "initialisers": [("", "id")],
     "ops_contexts": [("member", "id")],
     "ops_entry_locks": [("member", "id"), ("lock", "lock")],
     "container_accessors": [("name", "id"), ("struct", "struct")],

@@ -26,7 +26,7 @@ SCHEMA = {
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
     "state_assertions": list, "variants": list, "work_items": list, "default_target": str, "seed": str,
-    "replaces": list,
+    "replaces": list, "initialisers": list,
 }
 
 
@@ -73,6 +73,7 @@ class Policies:
         self.sync_callers = set()
         self.non_calling = set()    # ALLOW_ERROR_INJECTION(fn, ..): names fn, adds no caller
         self.new_flags = []         # flags that keep a new object private (I_NEW)
+        self.initialisers = set()   # spin_lock_init() and friends: a lock made, not taken
         self.files = []
         self.data = {}              # file -> its facts as loaded (a version's replaced out)
         self.replaced = []          # (key, name) a version's override took out
@@ -487,6 +488,7 @@ _LOADERS = {
     "sync_callers": _updated("sync_callers"),
     "non_calling_macros": _updated("non_calling"),
     "new_object_flags": _new_object_flags,
+    "initialisers": _updated("initialisers"),
 }
 
 

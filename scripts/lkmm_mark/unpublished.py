@@ -279,6 +279,108 @@ class Unpublished:
                 return j
         return fn.body_end
 
+    def _initialised_here(self, fn):
+        """name -> (from, to, why): a pointer to an object whose own lock fn
+        initialises at the top level of its body (policies 'initialisers':
+        'spin_lock_init(&x->lock);', not '&x->p->lock').  Initialising a
+        lock another task may take is a bug, so no other task reaches the
+        object before that call: from where fn got the pointer (its one
+        assignment, or the entry for a parameter it never assigns) to the
+        first statement after the last such call that may hand the
+        object on (_hands_on()): a preallocation filled in before it is
+        linked, reached through a private context's member."""
+        out = {}
+        if not self.P.initialisers:
+            return out
+        toks = self.src.toks[fn.file]
+        lo, hi = fn.body_start, fn.body_end
+        inits = {}
+        for k in range(lo + 1, hi - 5):
+            if toks[k].text in self.P.initialisers and toks[k + 1].text == "(" and \
+                    toks[k + 2].text == "&" and toks[k + 3].kind == "id" and \
+                    toks[k + 4].text == "->" and toks[k - 1].text in (";", "{", "}"):
+                c = csrc.match_paren(toks, k + 1)
+                if all(toks[i].text != "->" for i in range(k + 5, c)) and \
+                        _top_level(toks, lo, k):
+                    inits.setdefault(toks[k + 3].text, []).append(k)
+        types = self._decl_types(fn)
+        params = {p for p in self.params(fn) if p}
+        for x, ks in inits.items():
+            n = _assignments(toks, lo, hi, x)
+            if types.get(x) is None or (x in params and n) or (x not in params and n != 1):
+                continue
+            start = lo
+            if x not in params:
+                a = next(k for k in range(lo + 1, hi - 1) if toks[k].text == x and
+                         toks[k + 1].text == "=" and toks[k - 1].text not in (".", "->"))
+                if a > ks[0] or not _top_level(toks, lo, a):
+                    continue
+                start = _stmt_end_tok(toks, a, hi)
+            out[x] = (start, self._hands_on(fn, toks, ks[-1], x),
+                      "not yet published: %s() at line %d initialises its lock, which no "
+                      "other task can have taken yet" % (toks[ks[0]].text, toks[ks[0]].line))
+        return out
+
+    def _hands_on(self, fn, toks, k0, x):
+        """The first token after toks[k0] where fn may hand on the object x
+        points to: x, or the address of a member of it, passed to a call
+        that may keep it (_keeps()), stored, returned or assigned again;
+        a label; or the end of fn.  Member accesses and tests of x do not."""
+        lo, hi = fn.body_start, fn.body_end
+        for j in range(k0 + 1, hi):
+            if _is_label(toks, j):
+                return j
+            if toks[j].text != x or toks[j - 1].text in (".", "->"):
+                continue
+            prev, nxt = toks[j - 1].text, toks[j + 1].text
+            if nxt == "->" and prev != "&":
+                continue                        # x->f: a member of it
+            c = self._call_arg(toks, j - 1 if prev == "&" else j, lo)
+            if c is not None and (prev == "&" or c[2]):
+                if self._keeps(fn, c[0], None if prev == "&" else c[1]):
+                    return j
+                continue
+            if nxt in _TESTS or prev in _TESTS:
+                continue
+            return j
+        return hi
+
+    def _keeps(self, fn, callee, n, deep=True):
+        """A call of callee given the object (as its argument n; None: a
+        member's address) may keep it: not a lock call, a diagnostic, a
+        function that keeps nothing, or a function of the target whose
+        parameter n does not escape (escapes.py) or (deep) escapes only
+        into a member of a private parameter (_kept_privately())."""
+        if callee in KEYWORDS or callee in self.lockfns or callee in self.P.non_retaining or \
+                self.P.is_diag(callee):
+            return False
+        targets = self._callee(fn, callee)
+        if n is None or not targets or callee in self.addr_taken:
+            return True
+        return not all((t.file, t.name, n) not in self.escaping or
+                       (deep and self._kept_privately(t, n)) for t in targets)
+
+    def _kept_privately(self, fn, n):
+        """fn's parameter n is only stored into a member of a parameter
+        every caller passes its own private object ('ac->pa = pa;', the
+        allocation context of one task), or handed to calls that keep it
+        no further (_keeps(), one level)."""
+        names = self.params(fn)
+        p = names[n] if n < len(names) else None
+        priv = self.priv_params.get((fn.file, fn.name), {})
+        if not p or not priv or self._reassigned(fn, p):
+            return False
+        toks = self.src.toks[fn.file]
+        for kind, info in self._bare_uses(fn, p):
+            if kind == "stored" and toks[info - 1].text == "=" and toks[info + 1].text == ";" \
+                    and toks[info - 3].text == "->" and toks[info - 4].text in priv and \
+                    toks[info - 5].text in (";", "{", "}"):
+                continue
+            if kind == "arg" and not self._keeps(fn, info[0], info[1], deep=False):
+                continue
+            return False
+        return True
+
     def _unpublished_stack_cut(self, fn):
         """_unpublished_stack(), each window ending at a label a goto from
         outside it jumps to (cached: private_params() asks for it at every
@@ -288,6 +390,21 @@ class Unpublished:
         if c is None:
             c = self._unpubcache[key] = self._cut_at_labels(fn, self._unpublished_stack(fn))
         return c
+
+
+_TESTS = ("==", "!=", "!", "&&", "||", "?")
+
+
+def _top_level(toks, lo, k):
+    """toks[k] is a statement of the function's own block (toks[lo] its
+    '{'), in no branch or loop."""
+    depth = 0
+    for i in range(lo, k):
+        if toks[i].text == "{":
+            depth += 1
+        elif toks[i].text == "}":
+            depth -= 1
+    return depth == 1 and toks[k - 1].text in (";", "{", "}")
 
 
 def _assignments(toks, lo, hi, v):
