@@ -145,6 +145,34 @@ class InitialisedHere(unittest.TestCase):
         self.assertNotEqual(got[(42, "owner")], "private")
 
 
+class TailTrylock(unittest.TestCase):
+    """Fixture tail_trylock (every store of len and hint always locked):
+    each store is locked only through the
+    try-lock that decides its condition last, or because the one call
+    made without the lock is reached by no caller (the callers pass
+    NULL for the parameter its condition tests first)."""
+
+    def _rule(self, A, fn, field):
+        (r,) = [(a.action, a.rule) for a in A.accesses
+                if a.fn == fn and a.field == field and a.kind in ("write", "rmw")]
+        return r
+
+    def test_an_or_ending_in_a_negated_trylock(self):
+        A, _ = analyse_edited(self, "tail_trylock", "shrink.c",
+                              "!spin_trylock(&n->t->lock)", "!spin_is_locked(&n->t->lock)")
+        self.assertNotEqual(self._rule(A, "reclaim", "len")[1], "always-locked")
+
+    def test_an_and_ending_in_a_trylock(self):
+        A, _ = analyse_edited(self, "tail_trylock", "shrink.c",
+                              "ready && spin_trylock(&t->lock)", "ready && spin_is_locked(&t->lock)")
+        self.assertNotEqual(self._rule(A, "tree_hint", "hint")[1], "always-locked")
+
+    def test_a_call_every_caller_passes_null_for(self):
+        A, _ = analyse_edited(self, "tail_trylock", "shrink.c",
+                              "return shrink(head, NULL);", "return shrink(head, first_tree(head));")
+        self.assertNotEqual(self._rule(A, "reclaim", "len")[1], "always-locked")
+
+
 class ObjectVariants(unittest.TestCase):
     def test_the_variants_fact_is_what_keeps_them_apart(self):
         """Fixture object_variants without its 'variants' entry: the

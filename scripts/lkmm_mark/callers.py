@@ -407,7 +407,7 @@ class Callers:
         reach a (flagargs.py): those every such call holds, or entry."""
         entry = self.entry.get(key, {})
         sites = self.reaching_sites(a)
-        if sites is None:
+        if not sites:
             return entry
         sites = [x for x in sites if not self._passes_private(x[0], x[2])] or sites
         common = _held_by_all(sites, self.entry, list(self.P.container_locks.values()))
@@ -565,6 +565,8 @@ def _held_by_all(sites, entry, clocks, pruned=None):
         if ce is _TOP:
             continue
         rs = pruned.get((caller.file, k)) if pruned else None
+        if rs is not None and not rs:
+            continue                    # a call no caller's call reaches
         if rs is not None:
             more = _held_by_all(rs, entry, clocks)
             if more is not _TOP:

@@ -161,7 +161,10 @@ class Contexts:
             base = set(st.held)
             ck = (caller.file, caller.name)
             # the caller's contexts that reach this call (flagargs.py)
-            cc = self._contexts_from(ck, self.reaching_sites_at(caller, k), visiting)
+            rs = self.reaching_sites_at(caller, k)
+            if rs is not None and not rs:
+                continue                # a call no caller's call reaches (flagargs.py)
+            cc = self._contexts_from(ck, rs, visiting)
             if cc is None:
                 cc = [frozenset(self.entry.get(ck, {}))]
             for c in cc:
@@ -198,7 +201,8 @@ class Contexts:
         ctxs = None
         if a.func is not None:
             # the calls that can reach a (flagargs.py), or all
-            sites = self.reaching_sites(a) if a.tok is not None else None
+            # (none: a branch no call reaches, judged as if all did)
+            sites = (self.reaching_sites(a) or None) if a.tok is not None else None
             ctxs = self._contexts_from(key, sites)
         res = self.flows.get(key)
         st = res.at.get(a.tok) if res and a.tok is not None else None

@@ -55,9 +55,11 @@ class FlagArgs:
             g = self._param_test(fn, toks, i + 2, close, names)
             if g is None:
                 continue
-            n, truth = g
+            n, truth, whole = g
             end = _branch_end(toks, close + 1, fn.body_end)
             out.append((close, end - 1, n, truth))
+            if not whole:
+                continue                # 'if (p && x)': p's truth is known in the branch only
             if toks[end + 1].text == "else":
                 out.append((end, _branch_end(toks, end + 2, fn.body_end), n, not truth))
             elif toks[close + 1].text == "return" and \
@@ -67,8 +69,13 @@ class FlagArgs:
         return out
 
     def _param_test(self, fn, toks, lo, hi, names):
-        """(index, truth) when toks[lo:hi] is 'p' or '!p' of a parameter p
-        that fn never assigns, else None."""
+        """(index, truth, whole) when toks[lo:hi] is 'p' or '!p' of a
+        parameter p that fn never assigns (whole), or 'p && ...' (not
+        whole: p is true where the condition is), else None."""
+        if hi - lo > 2 and toks[lo].kind == "id" and toks[lo + 1].text == "&&" and \
+                not any(toks[j].text in ("||", "?") for j in range(lo + 2, hi)):
+            g = self._param_test(fn, toks, lo, lo + 1, names)
+            return (g[0], g[1], False) if g else None
         neg = hi - lo == 2 and toks[lo].text == "!"
         if hi - lo != 1 and not neg:
             return None
@@ -77,7 +84,7 @@ class FlagArgs:
             return None
         if any(kind == "assigned" for kind, _ in self._bare_uses(fn, p)):
             return None
-        return names.index(p), not neg
+        return names.index(p), not neg, True
 
     def reaching_sites(self, a):
         """The call sites of a's function that can reach a, when some of
@@ -87,7 +94,8 @@ class FlagArgs:
         return self.reaching_sites_at(a.func, a.tok)
 
     def reaching_sites_at(self, fn, k):
-        """reaching_sites() of toks[k] in fn (an access, or a call)."""
+        """reaching_sites() of toks[k] in fn (an access, or a call); []
+        when no call site reaches it (every one passes the other truth)."""
         key = (fn.file, fn.body_start, k)
         c = self._flagcache.get(key, False)
         if c is not False:
@@ -97,7 +105,7 @@ class FlagArgs:
         if guards:
             sites = self.sites_of(fn)
             keep = [s for s in sites if not self._contradicts(s, guards)]
-            if keep and len(keep) < len(sites):
+            if len(keep) < len(sites):
                 c = keep
         self._flagcache[key] = c
         return c

@@ -362,6 +362,9 @@ class LockFlow:
             if neg:
                 taken_if_true = not taken_if_true
             return (got, rest) if taken_if_true else (rest, got)
+        tail = self._tail_trylock(lo, hi)
+        if tail is not None:
+            return self._tail_trylock_states(lo, hi, st, *tail)
         if st.cond and t[lo].kind == "id" and (lo + 1 == hi or t[lo + 1].text == "&&"):
             # 'if (v)' or 'if (v && ...)': the locks held while v is true
             # are held in the rest of the condition and in the branch
@@ -394,6 +397,58 @@ class LockFlow:
             line = self.t[lo].line
             return self.guards.enter(s, g, True, line), self.guards.enter(s.copy(), g, False, line)
         return s, s.copy()
+
+    def _tail_trylock(self, lo, hi):
+        """(k, taken_if_true) when the condition toks[lo:hi] ends in a
+        try-lock that is evaluated last and decides it: 'a || !trylock(L)'
+        (false: every operand false, so the try-lock ran and succeeded)
+        or 'a && trylock(L)' (true: it ran and succeeded); else None."""
+        t = self.t
+        ops, depth, last = set(), 0, lo
+        for k in range(lo, hi):
+            x = t[k].text
+            if x in ("(", "["):
+                depth += 1
+            elif x in (")", "]"):
+                depth -= 1
+            elif depth == 0 and x in ("||", "&&"):
+                ops.add(x)
+                last = k + 1
+            elif depth == 0 and x in ("?", ":", ","):
+                return None
+        if len(ops) != 1:
+            return None
+        k, neg, opened = last, False, 0
+        while k < hi and t[k].text in ("!", "("):
+            neg, opened = (not neg, opened) if t[k].text == "!" else (neg, opened + 1)
+            k += 1
+        spec = self.lockfns.get(t[k].text) if k + 1 < hi and t[k].kind == "id" else None
+        if not spec or spec["op"] != "trylock" or t[k + 1].text != "(" or \
+                self._match(k + 1) + 1 + opened != hi:
+            return None
+        if ops == {"||"} and neg:
+            return k, False
+        if ops == {"&&"} and not neg:
+            return k, True
+        return None
+
+    def _tail_trylock_states(self, lo, hi, st, k, taken_if_true):
+        """(state if true, state if false) of a condition _tail_trylock()
+        found the deciding try-lock toks[k] of."""
+        t = self.t
+        spec = self.lockfns[t[k].text]
+        c = self._match(k + 1)
+        before = self.expr(lo, k, st)
+        picks = self._picks(spec, k + 2, c)
+        self._record_range(k, c + 1, before)
+        self.res.calls.append((k, t[k].text, before))
+        rest = self.expr(c + 1, hi, before)
+        got = rest.copy()
+        for sp, name in picks:
+            got.held[mode_name(name, sp)] = How(sp["name"] + " succeeded", t[k].line)
+            _also(got, sp, How(sp["name"] + " succeeded", t[k].line))
+            self.res.events.append((k, "acquire", name))
+        return (got, rest) if taken_if_true else (rest, got)
 
     def _short_circuit(self, lo, hi, st):
         """Operands a condition evaluates only while a flag v is true
