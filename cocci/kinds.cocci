@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /// How each field access is used, as SmPL patterns: written (E->f = E2),
-/// read-modify-written (E->f op= E2, ++E->f, E->f--, ...), address taken
+/// read-modify-written (E->f op= E2, ++E->f, E->f--, ..., swap(E->f, E2)), address taken
 /// (&E->f), the operand of a marking macro (READ_ONCE(E->f) and friends,
 /// data_race(E->f)), inside a data_race() expression or a sizeof operand.
 ///
@@ -56,10 +56,25 @@ position p;
 assignment operator aop != =;
 @@
 \( E->f@p aop E2 \| E.f@p aop E2 \| ++E->f@p \| ++E.f@p \| --E->f@p \| --E.f@p \|
-   E->f@p++ \| E.f@p++ \| E->f@p-- \| E.f@p-- \)
+   E->f@p++ \| E.f@p++ \| E->f@p-- \| E.f@p-- \|
+   swap(E->f@p, E2) \| swap(E.f@p, E2) \)
 
 @script:python@
 p << rmw.p;
+@@
+lkmm_emit("rmw", p)
+
+// swap()'s second argument: a rule of its own (in one disjunction the
+// first argument's match hides it)
+@rmw2@
+expression E, E2;
+identifier f;
+position p;
+@@
+\( swap(E2, E->f@p) \| swap(E2, E.f@p) \)
+
+@script:python@
+p << rmw2.p;
 @@
 lkmm_emit("rmw", p)
 

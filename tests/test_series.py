@@ -205,6 +205,12 @@ class RewriteFixtures(unittest.TestCase):
     def test_rewrite_forms(self):
         self.check("rewrite_forms")
 
+    def test_swap_arguments_left_for_a_human(self):
+        """swap(a->f, b->f) assigns both: no READ_ONCE() around them (the
+        verify of an ext4 series failed to build on one); they are listed
+        for a human."""
+        self.check("swap_macro")
+
     def test_rewrite_align(self):
         """Continuation lines keep their alignment (value, '?', a moved
         parenthesis, WRITE_ONCE()'s own); a line aligned with nothing
@@ -664,3 +670,25 @@ class RewriteCommand(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OtherTargetSeries(unittest.TestCase):
+    """patches/ext4/, the series of --target fs/ext4: its own directory,
+    current, ext4 subjects, a racing pair in every patch."""
+
+    def test_regenerating_changes_nothing(self):
+        r = subprocess.run(LKMM + ["series", "--target", "fs/ext4", "--check"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("patches/ext4 is current", r.stdout)
+
+    def test_subjects_and_pairs(self):
+        pats = sorted((REPO / "patches" / "ext4").glob("0*.patch"))
+        self.assertGreater(len(pats), 1)
+        self.assertIn("Base: Linux 6.1.", pats[0].read_text())
+        self.assertIn("fs/ext4.", pats[0].read_text())
+        for p in pats[1:]:
+            msg = p.read_text().split("\n---\n", 1)[0]
+            self.assertRegex(msg, r"(?m)^Subject: \[PATCH \d+/\d+\] ext4: ", p.name)
+            self.assertIn("The two run at the same time", " ".join(msg.split()), p.name)
+            self.assertNotIn("fs/btrfs/", p.read_text(), p.name)

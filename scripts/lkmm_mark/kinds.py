@@ -9,6 +9,7 @@ cocci/kinds.cocci, which state it as patterns:
 
     E->f = E2                         write
     E->f op= E2, ++E->f, E->f++, ...  rmw
+    swap(E->f, E2), swap(E2, E->f)    rmw (the macro reads and assigns both)
     &E->f                             addr
     m(E->f, ...), m(&E->f, ...)       marked (m: READ_ONCE, WRITE_ONCE, ...)
     data_race(E->f)                   marked, data_race
@@ -25,6 +26,8 @@ MARK_MACROS = {"READ_ONCE", "WRITE_ONCE", "smp_load_acquire", "smp_store_release
                "smp_store_mb", "xchg", "cmpxchg", "try_cmpxchg", "xchg_relaxed",
                "cmpxchg_relaxed", "rcu_dereference", "rcu_assign_pointer",
                "rcu_access_pointer"}
+# macros that read and assign their arguments (include/linux/minmax.h)
+LVALUE_MACROS = {"swap"}
 _ASSIGN_OPS = {"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 _POSTFIX = {".", "->", "[", "("}
 _UNARY = {"*", "&", "++", "--", "!", "~", "-", "+"}
@@ -129,6 +132,10 @@ def kinds_of(toks, k):
             elif m == "data_race" and not addr and nxt == ")":
                 ks.add("marked")
                 macro = "data_race"
+    if whole and not addr and nxt in (",", ")") and prv in ("(", ","):
+        opens = _enclosing_opens(toks, b)
+        if opens and _call_of(toks, opens[0]) in LVALUE_MACROS:
+            ks.add("rmw")               # swap(E->f, x): read and assigned
     if prv == "sizeof":
         ks.add("sizeof")                # sizeof x->f, sizeof(x)->f
     for o in _enclosing_opens(toks, b):
