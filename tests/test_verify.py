@@ -98,3 +98,51 @@ class Stages(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OtherTargets(unittest.TestCase):
+    """verify, bisect and am on another target (--target fs/ext4): its
+    subsystem's verify.json, its series directory, its own build cache."""
+
+    def tearDown(self):
+        from lkmm_mark.target import select_target
+        select_target(None)
+
+    def test_the_ext4_description(self):
+        from lkmm_mark.target import verify_spec
+        s = verify_spec("fs/ext4")
+        self.assertEqual(s.subsystem, "ext4")
+        self.assertTrue(s.kernel_config.is_file())
+        self.assertIn("CONFIG_EXT4_FS=y", s.kernel_config.read_text())
+        init = s.guest_dir / "init"
+        self.assertTrue(init.is_file() and (s.guest_dir / "lkstress.c").is_file())
+        r = subprocess.run(["sh", "-n", str(init)], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        text = init.read_text()
+        for marker in ("@@LKMM $*", "step e2fsck ", "step verify ", "lkmm.mode=*"):
+            self.assertIn(marker, text)
+        self.assertTrue(s.console_errors.search("EXT4-fs error (device vda): ext4_foo: x"))
+        self.assertFalse(s.console_errors.search("EXT4-fs (vda): mounted filesystem"))
+
+    def test_selected_target_names_dirs(self):
+        from lkmm_mark import vcommon
+        from lkmm_mark.target import select_target, verify_spec
+        from lkmm_mark.tree import patches_dir
+        repo = Path(__file__).resolve().parents[1]
+        self.assertEqual(patches_dir(None, "fs/ext4"), repo / "patches" / "ext4")
+        self.assertEqual(patches_dir("6.12", "fs/ext4"), repo / "patches" / "6.12" / "ext4")
+        self.assertEqual(patches_dir(None, None), repo / "patches")
+        self.assertEqual(patches_dir(None, "fs/btrfs"), repo / "patches")
+        default = vcommon.vdir().name
+        select_target("fs/ext4")
+        self.assertEqual(verify_spec().subsystem, "ext4")
+        self.assertEqual(vcommon.vdir().name, default + "-ext4")
+        self.assertEqual(vcommon.results_dir("/r").name, "ext4")
+        select_target(None)
+        self.assertEqual(vcommon.vdir().name, default)
+
+    def test_a_target_without_description_is_one_line(self):
+        r = subprocess.run([sys.executable, str(SCRIPTS / "lkmm-mark"), "am", "--target",
+                            "fs/nosuchfs"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)

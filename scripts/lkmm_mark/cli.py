@@ -15,6 +15,13 @@ def _kernel(p):
     p.add_argument("--kernel", metavar="{6.1,6.12}", help=KERNEL_HELP)
 
 
+def _target(p):
+    p.add_argument("--target", default=None,
+                   help="the target whose series and subsystem (policies/<subsystem>/"
+                   "verify.json) to use (default: policies/policies.json's default_target; "
+                   "its series is patches/<subsystem>/)")
+
+
 def _common(p):
     p.add_argument("--tree", help="kernel tree (default: the cached tree of --kernel)")
     _kernel(p)
@@ -84,6 +91,7 @@ def build_parser():
     p = sub.add_parser("verify", help="build, sparse, boot and stress the series in QEMU")
     p.add_argument("--tree")
     _kernel(p)
+    _target(p)
     p.add_argument("--patches", default=None)
     p.add_argument("--kcsan", action="store_true")
     p.add_argument("--stress-seconds", type=int, default=None)
@@ -92,11 +100,13 @@ def build_parser():
     p = sub.add_parser("bisect", help="build the target after each patch of the series")
     p.add_argument("--tree")
     _kernel(p)
+    _target(p)
     p.add_argument("--patches", default=None, help="series directory (default: patches/)")
 
     p = sub.add_parser("am", help="git am the series onto a scratch copy of the pristine tree")
     p.add_argument("--tree")
     _kernel(p)
+    _target(p)
     p.add_argument("--patches", default=None, help="series directory (default: patches/)")
 
     p = sub.add_parser("compare", help="what became of the 6.1 findings in another "
@@ -131,6 +141,10 @@ def main(argv):
         if getattr(args, "target", "") is None:
             from .target import default_target
             args.target = default_target()
+        if args.cmd in ("verify", "bisect", "am"):
+            # the subsystem these build and boot (policies/<subsystem>/verify.json)
+            from .target import select_target
+            select_target(args.target)
         from .tree import resolve_kernel
         args.kernel = resolve_kernel(getattr(args, "kernel", None), getattr(args, "tree", None))
         if args.cmd == "provision":
@@ -140,7 +154,8 @@ def main(argv):
         if args.cmd == "bisect":
             from . import bisect
             from .tree import patches_dir
-            return bisect.run(args.patches or patches_dir(args.kernel), args.tree, args.kernel)
+            return bisect.run(args.patches or patches_dir(args.kernel, args.target), args.tree,
+                              args.kernel)
         if args.cmd == "am":
             from .series import cmd_am
             return cmd_am(args)
@@ -186,7 +201,7 @@ def cmd_run(args):
     if rc != 0:
         return rc
     from .tree import patches_dir
-    out = args.out or str(patches_dir(args.kernel))
+    out = args.out or str(patches_dir(args.kernel, args.target))
     ok, msg = series.git_am(tree, out, args.target)
     print(msg if ok else "lkmm-mark: error: " + msg)
     if not ok:

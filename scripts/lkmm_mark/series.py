@@ -301,7 +301,7 @@ def cmd_series(args):
     if not args.tree and pv and pv != pinned:
         log("note: the installed %s is %s, the committed series is for %s; "
             "the series is regenerated for %s" % (pkg, pv, pinned, pv))
-    out_dir = Path(args.out) if args.out else patches_dir(args.kernel)
+    out_dir = Path(args.out) if args.out else patches_dir(args.kernel, args.target)
     if getattr(args, "style", None) == "helpers" and not args.out:
         out_dir = out_dir / "helpers"
     if args.check:
@@ -426,6 +426,6 @@ def git_am(tree, patch_dir, target=None):
 def cmd_am(args):
     require_tools("git")
     tree = ensure_tree(args.tree, kernel=args.kernel)
-    ok, msg = git_am(tree, args.patches or patches_dir(args.kernel))
+    ok, msg = git_am(tree, args.patches or patches_dir(args.kernel, args.target), args.target)
     print(msg if ok else "lkmm-mark: error: " + msg, file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1

@@ -95,10 +95,34 @@ def _check_spec(path, d):
         raise UserError("%s: no kernel config fragment %s" % (path, d["kernel_config"]))
 
 
-@functools.lru_cache(maxsize=None)
+# the target verify, bisect and am work on (select_target(); None: the default)
+_SELECTED = [None]
+
+
+def select_target(target):
+    """Make target the one verify_spec() describes when given none (the
+    commands verify, bisect and am, given --target)."""
+    _SELECTED[0] = target.rstrip("/") if target else None
+
+
+def selected_target():
+    """The target select_target() chose, or the default one."""
+    return _SELECTED[0] or default_target()
+
+
+def is_default_target(target=None):
+    """target (the selected one without it) is the default target."""
+    return subsystem_of(target or selected_target()) == subsystem_of(default_target())
+
+
 def verify_spec(target=None):
-    """The VerifySpec of a target's subsystem (the default target's without one)."""
-    target = target or default_target()
+    """The VerifySpec of a target's subsystem (the selected target's, or the
+    default one's, without one)."""
+    return _verify_spec(target or selected_target())
+
+
+@functools.lru_cache(maxsize=None)
+def _verify_spec(target):
     path = POLICIES / subsystem_of(target) / VERIFY_FILE
     try:
         with open(path) as f:

@@ -45,12 +45,16 @@ def resolve_kernel(kernel, tree=None):
     return DEFAULT_KERNEL
 
 
-def patches_dir(kernel=None):
-    """The committed series of a --kernel: patches/ for the default,
-    patches/<version>/ for the others (patches/*.patch stays 6.1's)."""
+def patches_dir(kernel=None, target=None):
+    """The committed series of a --kernel and --target: patches/ for the
+    default ones, patches/<version>/ for another version and
+    patches/<subsystem>/ for another target's subsystem (patches/foofs/,
+    patches/6.12/foofs/); patches/*.patch stays 6.1's default target's."""
+    from .target import is_default_target, subsystem_of
     kernel = check_kernel(kernel)
     d = Path(__file__).resolve().parents[2] / "patches"
-    return d if kernel == DEFAULT_KERNEL else d / kernel
+    d = d if kernel == DEFAULT_KERNEL else d / kernel
+    return d if target is None or is_default_target(target) else d / subsystem_of(target)
 
 
 def package_of(kernel=None):

@@ -38,11 +38,22 @@ def use_base(base):
 
 
 def vdir():
-    return cache_dir() / ("verify-" + _SERIES[0] if _SERIES[0] else "verify")
+    """The build cache of the base's version and the selected target's
+    subsystem (verify, verify-6.12, verify-foofs, verify-6.12-foofs)."""
+    parts = ["verify"] + ([_SERIES[0]] if _SERIES[0] else []) + _subsystem_part()
+    return cache_dir() / "-".join(parts)
 
 
 def results_dir(results=RESULTS_DIR):
-    return Path(results) / _SERIES[0] if _SERIES[0] else Path(results)
+    """qemu-test/results/, with the version's and the non-default
+    subsystem's subdirectories."""
+    d = Path(results) / _SERIES[0] if _SERIES[0] else Path(results)
+    return d.joinpath(*_subsystem_part())
+
+
+def _subsystem_part():
+    from .target import is_default_target, selected_target, subsystem_of
+    return [] if is_default_target() else [subsystem_of(selected_target())]
 
 
 def config_fragments(names, config_dir=CONFIG_DIR):

@@ -135,7 +135,7 @@ def main(args, plan_loader=None):
     kernel = getattr(args, "kernel", None)
     base = ensure_tree(args.tree, kernel=kernel)
     use_base(base)
-    pdir = args.patches or patches_dir(kernel)
+    pdir = args.patches or patches_dir(kernel, getattr(args, "target", None))
     patches = list_patches(pdir)
     rows = Rows()
     progress("%d patches from %s" % (len(patches), pdir))
