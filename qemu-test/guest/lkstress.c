@@ -15,9 +15,10 @@
  *	same time, with syncfs() and directory fsync mixed in: many concurrent
  *	log syncs and transaction commits on the same fields.
  *   lkstress sysfs FSDIR SECS THREADS
- *	Half the threads write the writable btrfs tunables under FSDIR
- *	(/sys/fs/btrfs/<fsid>) with valid values, the other half read every
- *	attribute in the tree, all at once.  Original values are restored.
+ *	Half the threads write the writable btrfs or ext4 tunables under
+ *	FSDIR (/sys/fs/btrfs/<fsid>, /sys/fs/ext4/<dev>) with valid values,
+ *	the other half read every attribute in the tree, all at once.
+ *	Original values are restored.
  *   lkstress race DIR SECS THREADS
  *	Cheap system calls on the same few inodes and on the file system from
  *	all threads at once, so that the same fields are touched by several
@@ -605,6 +606,20 @@ static int do_sysfs(const char *fs, int secs, int nthreads)
 		snprintf(p, sizeof(p), "%s/devinfo/%ld/scrub_speed_max", fs, i);
 		add_tunable(p, "0", "10485760", "104857600");
 	}
+	/* ext4 (FSDIR /sys/fs/ext4/<dev>): the block allocator's tunables,
+	 * which allocations read without a lock */
+	snprintf(p, sizeof(p), "%s/mb_stream_req", fs);
+	add_tunable(p, "8", "16", "32");
+	snprintf(p, sizeof(p), "%s/mb_group_prealloc", fs);
+	add_tunable(p, "256", "512", "1024");
+	snprintf(p, sizeof(p), "%s/mb_min_to_scan", fs);
+	add_tunable(p, "5", "10", "20");
+	snprintf(p, sizeof(p), "%s/mb_order2_req", fs);
+	add_tunable(p, "2", "3", NULL);
+	snprintf(p, sizeof(p), "%s/inode_readahead_blks", fs);
+	add_tunable(p, "16", "32", "64");
+	snprintf(p, sizeof(p), "%s/extent_max_zeroout_kb", fs);
+	add_tunable(p, "16", "32", "64");
 	/* commit_stats only accepts 0; its show side is the interesting one */
 	for (i = 0; i < ntun; i++)
 		if (strstr(tun[i].path, "commit_stats"))

@@ -9,7 +9,7 @@ the guest rows of verify's table for a saved console log of a stress run.
 import argparse
 import sys
 
-from .target import subsystem_of
+from .target import verify_spec
 
 
 def table(rows, headers):
@@ -65,11 +65,14 @@ def guest_rows(res, accel, smp):
                  "%s s, %d jobs: %s%s" % (res.stress_seconds, len(stress_steps),
                                           ops_summary(res.ops) or "no ops reported",
                                           (" FAILED: " + ",".join(sbad)) if sbad else "")))
-    dsteps = ["umount", "remount", "verify", "final-scrub"]
+    # a guest's final check of the data (btrfs: 'final-scrub') counts too
+    dsteps = ["umount", "remount", "verify"] + sorted(k for k in res.steps
+                                                      if k.startswith("final-"))
     dbad = [k for k in dsteps if res.steps.get(k) != "PASS"]
-    rows.append(("data check", not dbad, ("%s after remount; scrub clean" % res.ops.get(
-        "verified", "?")) if not dbad else "FAILED: " + ",".join(dbad)))
-    sub = subsystem_of()
+    rows.append(("data check", not dbad, ("%s after remount%s" % (
+        res.ops.get("verified", "?"), "; scrub clean" if "final-scrub" in res.steps else ""))
+        if not dbad else "FAILED: " + ",".join(dbad)))
+    sub = verify_spec().subsystem
     rows.append(("%s check" % sub, res.steps.get(sub + "-check") == "PASS",
                  res.steps.get(sub + "-check", "not run")))
     return rows
