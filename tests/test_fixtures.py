@@ -173,6 +173,25 @@ class TailTrylock(unittest.TestCase):
         self.assertNotEqual(self._rule(A, "reclaim", "len")[1], "always-locked")
 
 
+class ValueVariants(unittest.TestCase):
+    def test_the_kind_fact_is_what_keeps_them_apart(self):
+        """Fixture variant_values without its 'values' and 'lists': the
+        inode reservations' loads pair with the group-only store again."""
+        A = analyse_fixture(FIXTURES / "variant_values", policies="{}")
+        got = {a.fn: a.rule for a in A.accesses if a.field == "start" and a.kind == "read"}
+        self.assertEqual(got["res_scan_inode"], "unlocked-read")
+        self.assertEqual(got["res_scan_group"], "unlocked-read")
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "variant_values", policies=json.dumps(
+                {"variants": [{"field": "res.kind", "values": {"A": "a", "B": "b", "C": "c"},
+                               "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("two variants", str(cm.exception))
+
+
 class ObjectVariants(unittest.TestCase):
     def test_the_variants_fact_is_what_keeps_them_apart(self):
         """Fixture object_variants without its 'variants' entry: the

@@ -130,8 +130,8 @@ def _plan_loader(tree):
     races to the series through the struct.fields of its sites."""
     import types
     from .commands import get_plan
-    from .target import default_target
-    return get_plan(types.SimpleNamespace(tree=str(tree), target=default_target(), jobs=0,
+    from .target import selected_target
+    return get_plan(types.SimpleNamespace(tree=str(tree), target=selected_target(), jobs=0,
                                           no_cache=False, policies=None), tree)
 
 

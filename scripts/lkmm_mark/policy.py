@@ -422,11 +422,19 @@ def _variants(P, f, entries):
         _need(f, c, ("field", "reason"), "variants")
         if not isinstance(c["field"], str) or c["field"].count(".") != 1:
             raise _err(f, "variants %s: 'field' must be struct.field", c["field"])
+        kinds = set(c.get("values", {}).values()) or {"set", "null"}
+        for key in ("values", "lists"):
+            if not isinstance(c.get(key, {}), dict) or \
+                    any(not isinstance(v, str) for v in c.get(key, {}).values()):
+                raise _err(f, "variants %s: '%s' maps names to variants", c["field"], key)
+        if c.get("values") and len(kinds) != 2 or set(c.get("lists", {}).values()) - kinds:
+            raise _err(f, "variants %s: 'values' names two variants, 'lists' only those",
+                       c["field"])
         for lk in c.get("lookups", []):
             if not isinstance(lk, dict) or set(lk) != {"call", "arg", "value", "variant"} or \
-                    not isinstance(lk["arg"], int) or lk["variant"] not in ("set", "null"):
-                raise _err(f, "variants %s: a lookup is {call, arg, value, variant: set or null}",
-                           c["field"])
+                    not isinstance(lk["arg"], int) or lk["variant"] not in kinds:
+                raise _err(f, "variants %s: a lookup is {call, arg, value, variant: one of %s}",
+                           c["field"], ", ".join(sorted(kinds)))
         P.variants[c["field"].split(".", 1)[0]] = c
 
 

@@ -11,13 +11,19 @@ objects, whatever their field (instances.py asks variant_of() of both).
 
 policies/ 'variants': {"field": "S.f", "lookups": [{"call", "arg",
 "value", "variant"}], "reason"}; a variant is "set" (f is not NULL) or
-"null".  The variant of the object 'v->x' names, at that token:
+"null".  Or a kind field with two named values, {"field": "S.kind",
+"values": {"FOO_A": "a", "FOO_B": "b"}, "lists": {"T.a_list": "a"}}: a
+variant is the name of the value the field holds, and an object a loop
+takes from a list of one variant ('list_for_each_entry(v, &t->a_list,
+...)') is of that variant.  The variant of the object 'v->x' names, at
+that token:
 
 - a test of v->f that the token is inside a branch of ('if (v->f)',
-  '!v->f', 'v->f == NULL', ...), or that ends in a return, goto, break
-  or continue before it ('if (!v->f) goto out;'), or an assertion of it
-  (policies/ 'state_assertions'), or a store 'v->f = x' before it, with
-  v not assigned in between;
+  '!v->f', 'v->f == NULL', 'v->kind == FOO_A', ...), or that ends in a
+  return, goto, break or continue before it ('if (!v->f) goto out;'), or
+  an assertion of it (policies/ 'state_assertions'), or a store 'v->f =
+  x' before it, with v not assigned in between;
+- else the list the loop around it takes v from (value variants);
 - else the variant of every value assigned to v in the function: a
   lookup call with the declared argument ('foo_search(ctl, o, 1)'), or
   another variable;
@@ -53,6 +59,8 @@ class Variants:
         """The variant of the object variable v names at toks[k] in fn."""
         toks = self.src.toks[fn.file]
         got = self._tested(fn, toks, v, k, spec)
+        if got is None and spec.get("lists"):
+            got = self._listed(fn, toks, v, k, spec)
         if got is not None:
             return got
         where = [j for j in range(fn.body_start, fn.body_end)
@@ -99,6 +107,21 @@ class Variants:
             seen |= x
         return seen.pop() if len(seen) == 1 else None
 
+    def _listed(self, fn, toks, v, k, spec):
+        """The variant of the list a loop around toks[k] takes v from
+        ('list_for_each_entry(v, &t->a_list, member) ...'), the innermost."""
+        got = None
+        for j in range(fn.body_start + 1, k):
+            if not toks[j].text.startswith("list_for_each_entry") or toks[j + 1].text != "(":
+                continue
+            c = csrc.match_paren(toks, j + 1)
+            if not c < k <= _branch_end(toks, c + 1, fn.body_end):
+                continue
+            args = self._call_args(fn.file, j) or []
+            if len(args) >= 2 and args[0][1] - args[0][0] == 1 and toks[args[0][0]].text == v:
+                got = spec["lists"].get(self.lock_name_of(fn.file, toks, args[1][0], args[1][1]))
+        return got
+
     # ------------------------------------------------------------ tests
     def _tested(self, fn, toks, v, k, spec):
         """The variant a test, assertion or store of v->f says holds at
@@ -115,26 +138,26 @@ class Variants:
             if t == v and toks[i + 1].text == "->" and toks[i + 2].text == member and \
                     toks[i + 3].text == "=" and toks[i - 1].text not in (".", "->"):
                 if self._dominates(toks, fn, i, blocks):
-                    best = "null" if toks[i + 4].text == "NULL" else "set"
+                    best = _stored(toks, i + 4, spec)
                 continue
             if t not in ("if",) and t not in holds:
                 continue
             if toks[i + 1].text != "(":
                 continue
             close = csrc.match_paren(toks, i + 1)
-            x = _test(toks, i + 2, close, v, member)
+            x = _test(toks, i + 2, close, v, member, spec)
             if x is None or close >= k:
                 continue
             if t in holds:
                 if self._dominates(toks, fn, i, blocks):
-                    best = x if holds[t] else _other(x)
+                    best = x if holds[t] else _other(x, spec)
                 continue
-            got = self._branch(fn, toks, close, k, x, blocks, i)
+            got = self._branch(fn, toks, close, k, x, blocks, i, spec)
             if got is not None:
                 best = got
         return best
 
-    def _branch(self, fn, toks, close, k, x, blocks, i):
+    def _branch(self, fn, toks, close, k, x, blocks, i, spec):
         """What 'if (test) ...' (test says x when true, closing at close)
         says at toks[k]: x inside the then-branch, the other in the else
         branch, the other after a then-branch that always leaves."""
@@ -143,10 +166,10 @@ class Variants:
         if k < end:
             return x
         if toks[end + 1].text == "else":
-            return _other(x) if k <= _branch_end(toks, end + 2, fn.body_end) else None
+            return _other(x, spec) if k <= _branch_end(toks, end + 2, fn.body_end) else None
         if last is not None and toks[last].text in _EXITS and \
                 self._dominates(toks, fn, i, blocks):
-            return _other(x)
+            return _other(x, spec)
         return None
 
     @staticmethod
@@ -156,14 +179,21 @@ class Variants:
         return next(_open_blocks(toks, fn.body_start, i), fn.body_start) in blocks
 
 
-def _test(toks, lo, hi, v, member):
+def _test(toks, lo, hi, v, member, spec):
     """The variant the condition toks[lo:hi] says when true ('v->m',
-    '!v->m', 'v->m == NULL', 'v->m != NULL'), or None."""
+    '!v->m', 'v->m == NULL', 'v->m != NULL', 'v->m == FOO_A' of a kind
+    field), or None."""
     neg = toks[lo].text == "!"
     a = lo + 1 if neg else lo
     if not (toks[a].text == v and toks[a + 1].text == "->" and toks[a + 2].text == member):
         return None
     rest = [t.text for t in toks[a + 3:hi]]
+    values = spec.get("values")
+    if values:
+        if neg or len(rest) != 2 or rest[0] not in ("==", "!=") or rest[1] not in values:
+            return None
+        x = values[rest[1]]
+        return x if rest[0] == "==" else _other(x, spec)
     if rest == []:
         x = "set"
     elif rest == ["==", "NULL"] and not neg:
@@ -172,8 +202,21 @@ def _test(toks, lo, hi, v, member):
         x = "set"
     else:
         return None
-    return _other(x) if neg else x
+    return _other(x, spec) if neg else x
 
 
-def _other(x):
+def _stored(toks, k, spec):
+    """The variant a store of the value at toks[k] makes."""
+    values = spec.get("values")
+    if values:
+        return values.get(toks[k].text) if toks[k + 1].text == ";" else None
+    return "null" if toks[k].text == "NULL" else "set"
+
+
+def _other(x, spec):
+    """The other of the two variants."""
+    values = spec.get("values")
+    if values:
+        (y,) = set(values.values()) - {x}
+        return y
     return "null" if x == "set" else "set"
