@@ -173,6 +173,28 @@ class TailTrylock(unittest.TestCase):
         self.assertNotEqual(self._rule(A, "reclaim", "len")[1], "always-locked")
 
 
+class PseudoExcludes(unittest.TestCase):
+    def test_the_excludes_fact_is_what_keeps_them_apart(self):
+        """Fixture pseudo_excludes without 'excludes': the transaction's
+        store races with the locked reader and writers again."""
+        A = analyse_fixture(FIXTURES / "pseudo_excludes", policies=json.dumps({
+            "pseudo_locks": [{"name": "tx.items", "struct": "tx", "reason": "r"}],
+            "param_locks": [{"struct": "tx", "lock": "tx.items", "mode": "exclusive",
+                             "reason": "r"}]}))
+        got = {a.fn: a.action for a in A.accesses if a.field == "size"}
+        self.assertEqual(got["node_grow"], "WRITE_ONCE")
+        self.assertEqual(got["node_size_locked"], "READ_ONCE")
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "pseudo_excludes", policies=json.dumps({
+                "pseudo_locks": [{"name": "tx.items", "struct": "tx", "excludes": "node.lock",
+                                  "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("excludes", str(cm.exception))
+
+
 class ValueVariants(unittest.TestCase):
     def test_the_kind_fact_is_what_keeps_them_apart(self):
         """Fixture variant_values without its 'values' and 'lists': the

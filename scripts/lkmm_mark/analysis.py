@@ -37,7 +37,7 @@ again from its own value).
 """
 from .accesses import Accesses
 from .accessors import Accessors
-from .callers import Callers
+from .callers import Callers, _excluding
 from .callgraph import CallGraph
 from .contexts import Contexts
 from .detach import Detach
@@ -46,6 +46,7 @@ from .escapes import Escapes
 from .exclusions import Exclusions
 from .flagargs import FlagArgs
 from .instances import Instances
+from .locks import declare_exclusions
 from .variants import Variants
 from .owners import Owners
 from .pairs import Pairs
@@ -97,6 +98,11 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, Cal
     def run(self, scan=None):
         """scan: a callable giving source_scan()'s result, called after the
         lock flow (commands.analyse() computes it in another process)."""
+        # the exclusions this analysis's facts declare (locks.py), and no
+        # answer an earlier analysis remembered without them
+        declare_exclusions({n: c["excludes"] for n, c in self.P.pseudo_locks.items()
+                            if c.get("excludes")})
+        _excluding.cache_clear()
         self.build_accesses()
         self.run_flow()
         self.call_graph(scan() if scan is not None else None)

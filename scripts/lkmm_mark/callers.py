@@ -19,7 +19,7 @@ import collections
 import functools
 
 from . import csrc
-from .locks import How, group_lock, mode_name, groups_exclude
+from .locks import How, declared_excluding, group_lock, mode_name, groups_exclude
 from .guards import guard_struct
 from .source import _short
 from .tokutil import _asserted_set, _null_tested, _split
@@ -530,7 +530,7 @@ def _excluding(x, y):
             return base
         if shared is not None and shared in y:
             return n
-    return None
+    return declared_excluding(x, y)
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -746,6 +746,31 @@ def _group_of(n):
     return base, g
 
 
+# locks declared to exclude others (policies/ 'pseudo_locks' "excludes":
+# a transaction's pseudo-lock is the lock of every object it changes);
+# set for each analysis by declare_exclusions()
+_EXCLUDES = {}
+
+
+def declare_exclusions(pairs):
+    """{pseudo-lock: [locks it excludes]} for declared_excluding()."""
+    _EXCLUDES.clear()
+    _EXCLUDES.update(pairs)
+
+
+def declared_excluding(x, y):
+    """A lock one of the locksets x and y holds exclusively that is
+    declared to exclude a lock the other holds, in any mode; or None."""
+    if not _EXCLUDES:
+        return None
+    for a, b in ((x, y), (y, x)):
+        for n in a:
+            for e in _EXCLUDES.get(n, ()):
+                if e in b or e + ":r" in b:
+                    return n
+    return None
+
+
 def groups_exclude(n, y):
     """Lock n (a held-set key) is a group hold and the lockset y holds the
     same lock in another group, or in the same group when its name ends

@@ -438,6 +438,14 @@ def _variants(P, f, entries):
         P.variants[c["field"].split(".", 1)[0]] = c
 
 
+def _pseudo_locks(P, f, entries):
+    _keyed("pseudo_locks", "name", "pseudo_locks", ("name", "struct", "reason"))(P, f, entries)
+    for c in entries:
+        ex = c.get("excludes", [])
+        if not isinstance(ex, list) or not all(isinstance(x, str) and "." in x for x in ex):
+            raise _err(f, "pseudo_locks %s: excludes must be a list of lock names", c["name"])
+
+
 def _container_accessors(P, f, entries):
     for c in entries:
         _need(f, c, ("name", "struct"), "container_accessors")
@@ -477,7 +485,7 @@ _LOADERS = {
     "variants": _variants,
     "work_items": _work_items,
     "instances": _instances,
-    "pseudo_locks": _keyed("pseudo_locks", "name", "pseudo_locks", ("name", "struct", "reason")),
+    "pseudo_locks": _pseudo_locks,
     "container_accessors": _container_accessors,
     "exceptions": _listed("exceptions", ("field", "reason"), "exceptions"),
     "atomic_bitops": _arg_map("bitops", "atomic_bitops"),
