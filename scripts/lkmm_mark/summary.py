@@ -65,7 +65,7 @@ def guest_rows(res, accel, smp):
                  "%s s, %d jobs: %s%s" % (res.stress_seconds, len(stress_steps),
                                           ops_summary(res.ops) or "no ops reported",
                                           (" FAILED: " + ",".join(sbad)) if sbad else "")))
-    # a guest's final check of the data (btrfs: 'final-scrub') counts too
+    # a guest's final check of the data ('final-scrub') counts too
     dsteps = ["umount", "remount", "verify"] + sorted(k for k in res.steps
                                                       if k.startswith("final-"))
     dbad = [k for k in dsteps if res.steps.get(k) != "PASS"]
