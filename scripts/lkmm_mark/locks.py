@@ -345,26 +345,14 @@ class LockFlow:
                 failed.held.pop(name, None)
             return (s, failed) if neg else (failed, s)
         if spec and spec["op"] in ("trylock", "acquire_ret0") and k + 1 < hi and t[k + 1].text == "(":
-            c = self._match(k + 1)
-            before = self.expr(lo, k, st, skip_events=True)
-            picks = self._picks(spec, k + 2, c)
-            self._record_range(k, c + 1, before)
-            self.res.calls.append((k, t[k].text, before))
-            rest = self.expr(c + 1, hi, before)
-            got = rest.copy()
-            for spec, name in picks:
-                got.held[mode_name(name, spec)] = How(spec["name"] + " succeeded",
-                                                      t[k].line)
-                _also(got, spec, How(spec["name"] + " succeeded", t[k].line))
-                self.res.events.append((k, "acquire", name))
             # trylock: true means taken; mutex_lock_interruptible: 0 means taken
-            taken_if_true = (spec["op"] == "trylock")
-            if neg:
-                taken_if_true = not taken_if_true
-            return (got, rest) if taken_if_true else (rest, got)
+            taken_if_true = (spec["op"] == "trylock") != neg
+            return self._trylock_states(hi, k, self.expr(lo, k, st, skip_events=True),
+                                        taken_if_true)
         tail = self._tail_trylock(lo, hi)
         if tail is not None:
-            return self._tail_trylock_states(lo, hi, st, *tail)
+            k, taken_if_true = tail
+            return self._trylock_states(hi, k, self.expr(lo, k, st), taken_if_true)
         if st.cond and t[lo].kind == "id" and (lo + 1 == hi or t[lo + 1].text == "&&"):
             # 'if (v)' or 'if (v && ...)': the locks held while v is true
             # are held in the rest of the condition and in the branch
@@ -432,13 +420,13 @@ class LockFlow:
             return k, True
         return None
 
-    def _tail_trylock_states(self, lo, hi, st, k, taken_if_true):
-        """(state if true, state if false) of a condition _tail_trylock()
-        found the deciding try-lock toks[k] of."""
+    def _trylock_states(self, hi, k, before, taken_if_true):
+        """(state if true, state if false) of a condition decided by the
+        try-lock call toks[k] (at its start, or last: _tail_trylock()),
+        before: the state the call is made in."""
         t = self.t
         spec = self.lockfns[t[k].text]
         c = self._match(k + 1)
-        before = self.expr(lo, k, st)
         picks = self._picks(spec, k + 2, c)
         self._record_range(k, c + 1, before)
         self.res.calls.append((k, t[k].text, before))
