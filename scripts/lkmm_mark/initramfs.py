@@ -3,7 +3,8 @@
 
 busybox-static, stress-ng, fio and the target subsystem's programs with
 their libraries, the guest workload's init and lkstress (compiled static)
-from the directory policies/<subsystem>/verify.json names (qemu-test/guest/).  The image is named by
+from the directory policies/<subsystem>/verify.json names (qemu-test/guest/),
+and qemu-test/guest/lib.sh, which every init sources.  The image is named by
 the content key of all of it (<cache>/verify/initramfs/initramfs-KEY.cpio),
 written under a temporary name and renamed into place, under the entry's
 lock; a run that boots it holds it shared (older images are removed only by
@@ -24,6 +25,8 @@ from .vcommon import BuildError, file_hash, h, progress, vdir
 
 # the subsystem's programs (verify.json's guest_binaries) come first
 GENERIC_BINARIES = ["/usr/bin/stress-ng", "/usr/bin/fio"]
+# what every guest init sources ('. /lib/lkmm.sh'): modes, markers, jobs
+GUEST_LIB = Path(__file__).resolve().parents[2] / "qemu-test" / "guest" / "lib.sh"
 
 
 def guest_binaries():
@@ -135,6 +138,7 @@ def _write_image(tmp, lk, libs):
         c.chardev("dev/console", 5, 1)
         c.chardev("dev/null", 1, 3)
         c.file("init", (guest_dir() / "init").read_bytes())
+        c.file("lib/lkmm.sh", GUEST_LIB.read_bytes(), 0o100644)
         c.file("bin/lkstress", lk.read_bytes())
         for b in guest_binaries():
             c.file(b, Path(b).read_bytes())
@@ -168,7 +172,7 @@ def _make(d, img, libs):
 
 
 def build_initramfs():
-    guest_src = [guest_dir() / "init", guest_dir() / "lkstress.c"]
+    guest_src = [guest_dir() / "init", GUEST_LIB, guest_dir() / "lkstress.c"]
     bins = guest_binaries() + ["/bin/busybox"]
     libs = sorted({lib for b in guest_binaries() for lib in _ldd(b)})
     ident = [file_hash(guest_src)]
