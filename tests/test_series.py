@@ -448,6 +448,35 @@ class CommitMessage(unittest.TestCase):
                                                    c["file"].split("/")[-1], c["line"]), flat)
 
 
+def _unquoted_races(target, pdir):
+    """The races a committed KCSAN run saw on the pristine kernel at a
+    site of a field the series marks (any site of it: a marked one, a
+    locked read, a lost update) whose report no patch of that field
+    quotes: (report title, field)."""
+    import argparse
+    from lkmm_mark import evidence
+    from lkmm_mark.commands import get_plan
+    from lkmm_mark.tree import ensure_tree
+    plan = get_plan(argparse.Namespace(tree=None, target=target, policies=None,
+                                       jobs=0, no_cache=False))
+    reports = evidence.pristine_reports(evidence.results_of(ensure_tree(None), target=target),
+                                        target=target)
+    idx = evidence.by_location(reports, target)
+    marked = {(s["struct"], s["field"]) for s in plan["sites"]
+              if s["action"] != "none" and not s["test_code"]}
+    texts = [" ".join(p.read_text().split()) for p in sorted(Path(pdir).glob("0*.patch"))[1:]]
+    missing, seen = [], 0
+    for s in plan["sites"]:
+        if (s["struct"], s["field"]) not in marked or s["test_code"]:
+            continue
+        for key in idx.get((s["file"], s["line"]), ()):
+            seen += 1
+            field = "%s::%s" % (s["struct"], s["field"])
+            if not any(key in t and field in t for t in texts):
+                missing.append((key, field, s["file"], s["line"]))
+    return missing, seen
+
+
 def _patches():
     return sorted((REPO / "patches").glob("0*.patch"))
 
@@ -501,6 +530,13 @@ class CommittedSeries(unittest.TestCase):
             last_confirmed = max(last_confirmed, hit[0])
         first_paired = min(i for i, (n, t) in enumerate(texts) if "BUG: KCSAN" not in t)
         self.assertLess(last_confirmed, first_paired)
+
+    def test_kcsan_races_on_marked_fields_quoted(self):
+        """Every race a committed KCSAN run saw on pristine at any site of a
+        field the series marks is quoted in that field's patch."""
+        missing, seen = _unquoted_races("fs/btrfs", REPO / "patches")
+        self.assertGreaterEqual(seen, 10)
+        self.assertEqual(missing, [])
 
     def test_git_am_on_pristine(self):
         from lkmm_mark.tree import ensure_tree
@@ -692,3 +728,14 @@ class OtherTargetSeries(unittest.TestCase):
             self.assertRegex(msg, r"(?m)^Subject: \[PATCH \d+/\d+\] ext4: ", p.name)
             self.assertIn("The two run at the same time", " ".join(msg.split()), p.name)
             self.assertNotIn("fs/btrfs/", p.read_text(), p.name)
+
+    def test_kcsan_races_on_marked_fields_quoted(self):
+        """ext4's committed KCSAN run (qemu-test/results/ext4/): its races
+        on fields the series marks are quoted in their patches, the lost
+        update among them too, citing the file under results/ext4/."""
+        missing, seen = _unquoted_races("fs/ext4", REPO / "patches" / "ext4")
+        self.assertGreaterEqual(seen, 4)
+        self.assertEqual(missing, [])
+        text = "".join(p.read_text() for p in (REPO / "patches" / "ext4").glob("0*.patch"))
+        self.assertIn("qemu-test/results/ext4/kcsan-", text)
+        self.assertIn("KCSAN also saw a race at the read-modify-write", text)

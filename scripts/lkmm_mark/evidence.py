@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """KCSAN evidence: the races the committed `verify --kcsan` runs observed
 on the pristine kernel (qemu-test/results/kcsan-*.json, run*-kcsan-*.json;
-those of another kernel version in qemu-test/results/<version>/), matched
+those of another kernel version in qemu-test/results/<version>/, of
+another subsystem in qemu-test/results/<subsystem>/), matched
 to the plan's sites by file and line.
 
 A marked site that KCSAN saw racing is in the tier 'confirmed' (above
@@ -23,13 +24,19 @@ from .target import default_target
 RESULTS = Path(__file__).resolve().parents[2] / "qemu-test" / "results"
 
 
-def results_of(tree, results=RESULTS):
-    """The committed results that speak of tree's code: a line number of
-    one version says nothing about another.  6.1 (and a tree without a
-    version) reads results/, any other version results/<version>/."""
+def results_of(tree, results=RESULTS, target=None):
+    """The committed results that speak of tree's code and the target's
+    subsystem: a line number of one version says nothing about another,
+    and a run of another subsystem's workload saw other races.  6.1 (and
+    a tree without a version) reads results/, any other version
+    results/<version>/; a target other than the default one the
+    subdirectory of its subsystem (results/foofs/), as `verify --target`
+    writes them."""
+    from .target import is_default_target, subsystem_of
     from .tree import kernel_series
     series = kernel_series(tree)
-    return results if series in (None, "6.1") else Path(results) / series
+    d = Path(results) if series in (None, "6.1") else Path(results) / series
+    return d if target is None or is_default_target(target) else d / subsystem_of(target)
 
 
 def _loc(target):
@@ -45,7 +52,7 @@ def _norm(path, target=None):
 def pristine_reports(results=RESULTS, target=None):
     """{key: report} of every distinct pristine report with an access in
     the target, keyed 'title' (the first result file, in name order, that
-    has it); each report gains "run": its file's name, and "target"."""
+    has it); each report gains "run": its file (_run_name()), and "target"."""
     out = {}
     target = target or default_target()
     for f in sorted(Path(results).glob("*.json")):
@@ -58,8 +65,18 @@ def pristine_reports(results=RESULTS, target=None):
                 continue
             locs = [(_norm(p, target), ln) for a in r["accesses"] for p, ln in a.get("locs", ())]
             if any(p for p, _ in locs):
-                out[r["title"]] = dict(r, run=f.name, target=target)
+                out[r["title"]] = dict(r, run=_run_name(f, results), target=target)
     return out
+
+
+def _run_name(f, results):
+    """The result file as the series cites it: its path under
+    qemu-test/results/ (foofs/kcsan-....json), or its name when results
+    is elsewhere."""
+    try:
+        return Path(f).resolve().relative_to(RESULTS.resolve()).as_posix()
+    except ValueError:
+        return Path(f).name
 
 
 def by_location(reports, target=None):

@@ -15,7 +15,7 @@ Reads the plan and the groups series.py made; returns text.
 import collections
 import textwrap
 
-from .evidence import trimmed
+from .evidence import by_location, trimmed
 from .races import PHASE_TAG
 from .target import seed_citation, subsystem_of
 
@@ -75,8 +75,10 @@ def subject(g, target):
 
 # ---------------------------------------------------------------- message
 
-def message(g, plan, texts, reports, extra=None):
-    """extra: a paragraph after what the patch does (the accessor style's)."""
+def message(g, plan, texts, reports, extra=None, left=()):
+    """extra: a paragraph after what the patch does (the accessor style's);
+    left: the (file, line, column) of the planned sites the series leaves
+    for a human."""
     paras = [pair_paragraph(g, f, reports, plan["target"]) for f in g["fields"]]
     paras = [p for p in paras if p]
     paras.append(wrap(what_it_does(g, plan)))
@@ -86,6 +88,8 @@ def message(g, plan, texts, reports, extra=None):
     if quoted:
         paras.append("KCSAN saw %s on the pristine kernel:\n\n%s" % (
             "this race" if len(quoted) == 1 else "these races", "\n\n".join(quoted)))
+    paras += lost_update_quotes(g, plan, reports, set(k for s in g["sites"]
+                                                      for k in [s.get("kcsan")] if k), left)
     if g.get("parts"):
         paras.append(wrap("The fields are in one patch because they share lines "
                           "that get a data_race() (checkpatch wants its comment "
@@ -182,6 +186,63 @@ def kcsan_quotes(g, reports):
         if k and k in reports and k not in keys:
             keys.append(k)
     return [trimmed(reports[k]) for k in keys]
+
+
+def lost_update_quotes(g, plan, reports, quoted, left=()):
+    """The other races KCSAN saw on the pristine kernel at a site of one of
+    the patch's fields, so that every race seen on a marked field is in its
+    patch: one at a read-modify-write no mark fixes (a lost update: it
+    needs the lock every other store holds, and the cover letter lists
+    it), quoted and said to be left alone; the rest listed by title, with
+    the site and what the patch does there.  quoted: the report keys the
+    message quotes already (it gains those quoted here); left: as for
+    message()."""
+    fields = set(g["fields"])
+    at = {}
+    for s in plan["sites"]:
+        if "%s.%s" % (s["struct"], s["field"]) in fields and not s["test_code"]:
+            at.setdefault((s["file"], s["line"]), []).append(s)
+    found = sorted((s["rule"] != "lost-update", loc, i, k)
+                   for loc, keys in by_location(reports, plan["target"]).items()
+                   for i, s in enumerate(at.get(loc, ())) for k in keys)
+    out, listed = [], []
+    for _, loc, i, k in found:
+        if k in quoted:
+            continue
+        quoted.add(k)
+        s = at[loc][i]
+        where = "%s:%d" % (short(loc[0], plan["target"]), loc[1])
+        if s["rule"] == "lost-update":
+            out.append(wrap(
+                "KCSAN also saw a race at the read-modify-write of %s in %s() at %s. It "
+                "is a lost update, which no mark fixes: it needs the lock the other "
+                "stores hold, and the cover letter lists it. This patch leaves it as "
+                "it is." % (s["field"], s["function"], where)) + "\n\n" + trimmed(reports[k]))
+        else:
+            listed.append(wrap("- %s: %s() at %s, %s." % (
+                k, s["function"], where, _done_there(s, g, left, plan["target"])),
+                indent="  "))
+    if listed:
+        out.append("KCSAN reported %s on %s on the pristine kernel:\n\n%s" % (
+            "another race" if len(listed) == 1 else "%d more races" % len(listed),
+            "this field" if len(fields) == 1 else "these fields", "\n".join(listed)))
+    return out
+
+
+def _done_there(s, g, left, target):
+    """What the patch does at a plan site s of one of its fields."""
+    if any(x is s or (x["file"], x["line"], x["field"]) == (s["file"], s["line"], s["field"])
+           for x in g["sites"]):
+        return "marked here"
+    v = s.get("via") or {}
+    if s["rule"] == "via-accessor" and v:
+        return "through %s() (%s:%d), %s" % (
+            v["call"], short(v["file"], target), v["line"],
+            "whose body the cover letter leaves for a human to mark"
+            if (v["file"], v["line"], v["column"]) in left else "marked in the series")
+    if s["rule"] == "already-marked":
+        return "marked already"
+    return "left plain by this series (%s)" % s["rule"]
 
 
 def rules_paragraph(g, plan, texts):
