@@ -293,6 +293,26 @@ class RewriteFixtures(unittest.TestCase):
             if "data_race(" in l:
                 self.assertIn("/*", lines[i - 1])
 
+    def test_suspect_indent_left_for_a_human(self):
+        """A mark on the line that opens a conditional whose statement is
+        indented oddly would draw checkpatch's SUSPECT_CODE_INDENT (the
+        pristine code's indentation, not the mark's): the site is left
+        for a human; the same condition indented as usual is marked."""
+        from lkmm_mark import rewrite
+        odd = ("void f(struct s *p)\n{\n\tif (a) {\n\t\tg();\n"
+               "\t} else if (p->qflags &\n\t\t\t\t(A | B)) {\n\t\t\tx();\n\t}\n}\n")
+        usual = odd.replace("\t\t\tx();", "\t\tx();")
+        for src, marked in ((odd, False), (usual, True)):
+            S = rewrite.Edits(src).S
+            i = next(k for k, t in enumerate(S.toks) if S.txt(k) == "qflags")
+            site = {"file": "f.c", "line": S.toks[i].line, "column": S.toks[i].col,
+                    "field": "qflags", "action": "READ_ONCE", "access": "read",
+                    "rule": "unlocked-read", "struct": "s"}
+            E, applied, skipped = rewrite.plan_file_edits(src, [site], {})
+            self.assertEqual(bool(applied), marked, skipped)
+            if not marked:
+                self.assertIn("SUSPECT_CODE_INDENT", list(skipped.values())[0])
+
     def test_second_run_asks_nothing(self):
         for name, src in (("rewrite_forms", "forms"), ("seed_eb_locking", "locking"),
                           ("rewrite_diag", "diag")):

@@ -233,6 +233,45 @@ def _in_define(src, line):
         "define" in lines[k]
 
 
+_CONDITIONAL = re.compile(r"^([ \t]*)(?:\}\s*)?(?:else\s+)?(?:if|while|for)\s*\(")
+
+
+def _suspect_indent(S, i, line):
+    """checkpatch's SUSPECT_CODE_INDENT, which it checks on every changed
+    line that opens a conditional: the statement after the condition
+    (tokens from S.toks[i], the site, on) is indented neither one level
+    deeper nor, for a brace, at the same level.  The reason, or None."""
+    m = _CONDITIONAL.match(S.line_text(line))
+    if m is None:
+        return None
+    k = i
+    while k > 0 and S.toks[k - 1].line == line:
+        k -= 1
+    while k < len(S.toks) and S.txt(k) != "(":
+        k += 1
+    depth = 0
+    for q in range(k, len(S.toks)):
+        depth += {"(": 1, ")": -1}.get(S.txt(q), 0)
+        if depth == 0:
+            break
+    else:
+        return None
+    q += 1
+    if q < len(S.toks) and S.txt(q) == "{":
+        q += 1
+    if q >= len(S.toks) or S.toks[q].line == S.toks[q - 1].line:
+        return None
+    text = S.line_text(S.toks[q].line)
+    indent, sindent = width(m.group(1)), width(text[:len(text) - len(text.lstrip())])
+    if sindent % 8 == 0 and indent <= sindent <= indent + 8 and \
+            (sindent > indent or text.lstrip()[:1] in ("}", "{") or
+             text.lstrip().startswith("else")):
+        return None
+    return ("the statement after this condition is indented %d columns, the "
+            "condition %d: checkpatch warns (SUSPECT_CODE_INDENT) on a change "
+            "of the line" % (sindent, indent))
+
+
 def _read_half(s):
     """How the read half of a marked 'x->f += n' reads: READ_ONCE() only
     when a store races with it (pairs.py: not under the lock every racing
@@ -266,6 +305,9 @@ def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True):
                            "covers every call" % s["function"])
             if i is None or S.txt(i) != s["field"]:
                 raise Skip("field token not found")
+            why = _suspect_indent(S, i, s["line"])
+            if why:
+                raise Skip(why)
             if i == 0 or S.txt(i - 1) not in ("->", "."):
                 raise Skip("not a member access")
             j = base_start(S, i - 1)
