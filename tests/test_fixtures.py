@@ -173,6 +173,27 @@ class TailTrylock(unittest.TestCase):
         self.assertNotEqual(self._rule(A, "reclaim", "len")[1], "always-locked")
 
 
+class RelockLoop(unittest.TestCase):
+    """Fixture relock_loop (the load in trim_range() always locked): the
+    lock the annotations name through the wrappers' pointer function is
+    held on entry, and the loop that drops and retakes it keeps it held
+    at its head."""
+
+    def _rule(self, A):
+        (r,) = [a.rule for a in A.accesses if a.fn == "trim_range" and a.field == "free"]
+        return r
+
+    def test_without_the_retaking(self):
+        A, _ = analyse_edited(self, "relock_loop", "trim.c",
+                              "\t\t\tgroup_lock(fs, g);\n", "\t\t\tcpu_relax();\n")
+        self.assertEqual(self._rule(A), "unlocked-read")
+
+    def test_an_annotation_through_another_pointer_function(self):
+        A, _ = analyse_edited(self, "relock_loop", "trim.c",
+                              "__releases(group_lock_ptr(fs, g))", "__releases(other_ptr(fs, g))")
+        self.assertEqual(self._rule(A), "unlocked-read")
+
+
 class PseudoExcludes(unittest.TestCase):
     def test_the_excludes_fact_is_what_keeps_them_apart(self):
         """Fixture pseudo_excludes without 'excludes': the transaction's

@@ -225,6 +225,12 @@ class Accesses:
             return "?." + text.replace("->", ".").split(".")[-1]
         return text
 
+    def _lock_ptr_locks(self):
+        c = self.__dict__.get("_lockptrs")
+        if c is None:
+            c = self._lockptrs = _lock_ptr_calls(self.src, self.P)
+        return c
+
     def _annot_lock(self, fn, toks):
         text = [t for t in toks]
         if not text:
@@ -232,6 +238,10 @@ class Accesses:
         i = 0
         while i < len(text) and text[i].text in ("&", "("):
             i += 1
+        if i + 1 < len(text) and text[i].kind == "id" and text[i + 1].text == "(":
+            # __releases(foo_lock_ptr(sb, group)): the lock a declared lock
+            # wrapper takes through the same pointer function
+            return self._lock_ptr_locks().get(text[i].text)
         ids = [t.text for t in text[i:] if t.kind == "id"]
         if len(ids) == 1:
             return ids[0]
@@ -242,6 +252,36 @@ class Accesses:
                 st = csrc.struct_name(m.type) if m else None
             return "%s.%s" % (st or "?", ids[-1])
         return None
+
+
+def _lock_ptr_calls(src, P):
+    """{f: lock}: the functions a declared lock wrapper (policies
+    'lock_functions' with a lock, no condition) hands its lock primitive
+    the result of, 'spin_lock(foo_lock_ptr(sb, group))', with the lock the
+    wrapper declares (a primitive: a lock function that takes its lock as
+    its argument); a pointer function two wrappers of different locks use
+    names neither."""
+    out = {}
+    for fn in src.funcs.values():
+        spec = P.lockfns.get(fn.name)
+        if spec is None or not spec.get("lock") or spec.get("when_arg") or \
+                spec.get("when_field"):
+            continue
+        toks = src.toks[fn.file]
+        # 'lock = foo_lock_ptr(sb, group); ... spin_lock(lock);' too
+        via = {toks[k].text: toks[k + 2].text for k in range(fn.body_start + 1, fn.body_end - 3)
+               if toks[k].kind == "id" and toks[k + 1].text == "=" and
+               toks[k + 2].kind == "id" and toks[k + 3].text == "("}
+        for k in range(fn.body_start + 1, fn.body_end - 3):
+            prim = P.lockfns.get(toks[k].text)
+            if prim is None or prim.get("lock") or toks[k + 1].text != "(" or \
+                    toks[k + 2].kind != "id":
+                continue
+            f = toks[k + 2].text if toks[k + 3].text == "(" else \
+                via.get(toks[k + 2].text) if toks[k + 3].text == ")" else None
+            if f:
+                out[f] = spec["lock"] if out.get(f, spec["lock"]) == spec["lock"] else None
+    return {f: n for f, n in out.items() if n}
 
 
 def _unmarked(toks):

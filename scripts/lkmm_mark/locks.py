@@ -56,6 +56,14 @@ def merge(a, b):
     if b is None:
         return a.copy()
     held = {k: v for k, v in a.held.items() if k in b.held}
+    killed = a.killed | b.killed
+    # a lock released and taken again on one path (held) and untouched on
+    # the other is held at the merge exactly when the function is entered
+    # with it: not killed ('unlock(L); cond_resched(); lock(L);' in a loop)
+    back = {k for x, y in ((a, b), (b, a)) for k in x.held
+            if k not in y.held and k not in y.killed}
+    if back & killed:
+        killed = killed - back
     cond = {}
     if a.cond or b.cond:
         # held when v on one side, held (always, or when v) on the other
@@ -63,7 +71,7 @@ def merge(a, b):
             for k, (v, h) in x.cond.items():
                 if k not in held and (k in y.held or y.cond.get(k, ("",))[0] == v):
                     cond[k] = (v, h)
-    return State(held, a.killed | b.killed, cond)
+    return State(held, killed, cond)
 
 
 class FlowResult:
