@@ -313,6 +313,37 @@ class RewriteFixtures(unittest.TestCase):
             if not marked:
                 self.assertIn("SUSPECT_CODE_INDENT", list(skipped.values())[0])
 
+    def test_no_local_for_a_macro_that_may_compile_away(self):
+        """A data_race() on a continuation line of a call to a macro that
+        some configuration defines to use none of its arguments is left
+        for a human: the local it would be loaded into would be unused
+        there (W=1).  Without that macro's definition the load goes into
+        a local as usual."""
+        from lkmm_mark import rewrite
+        with tempfile.TemporaryDirectory() as tmp:
+            d = Path(tmp) / "fs" / "fsx"
+            d.mkdir(parents=True)
+            (d / "msg.h").write_text(
+                "#ifdef DEBUG\n#define fsx_debug(fs, fmt, ...) printk(fmt, ##__VA_ARGS__)\n"
+                "#else\n#define fsx_debug(fs, fmt, ...) do {} while (0)\n#endif\n"
+                "#define fsx_warn(fs, fmt, ...) printk(fmt, ##__VA_ARGS__)\n")
+            found = rewrite.discarding_macros(tmp, ["fs/fsx/a.c"])
+        self.assertEqual(found, {"fsx_debug"})
+        src = ("int f(struct s *p, int x)\n{\n\tfsx_debug(p, \"%d %d\",\n"
+               "\t\tx, p->flags);\n\treturn 0;\n}\n")
+        S = rewrite.Edits(src).S
+        i = next(k for k, t in enumerate(S.toks) if S.txt(k) == "flags")
+        site = {"file": "fs/fsx/a.c", "line": S.toks[i].line, "column": S.toks[i].col,
+                "field": "flags", "action": "data_race", "access": "read",
+                "rule": "diagnostic-read", "struct": "s", "field_type": "unsigned int"}
+        comments = series.load_comments()
+        for discarding, marked in ((found, False), (frozenset(), True)):
+            E, applied, skipped = rewrite.plan_file_edits(src, [dict(site)], comments,
+                                                          discarding=discarding)
+            self.assertEqual(bool(applied), marked, skipped)
+            if not marked:
+                self.assertIn("fsx_debug()", list(skipped.values())[0])
+
     def test_second_run_asks_nothing(self):
         for name, src in (("rewrite_forms", "forms"), ("seed_eb_locking", "locking"),
                           ("rewrite_diag", "diag")):

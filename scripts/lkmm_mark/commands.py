@@ -412,6 +412,7 @@ def annotate_rewrite(tree, sites, src=None):
     why = {}
     nested = set()
     comments = rewrite.load_comments()
+    discarding = rewrite.discarding_macros(tree, byf)
     for f, ss in byf.items():
         try:
             with open(os.path.join(tree, f), encoding="utf-8", errors="surrogateescape") as fh:
@@ -422,7 +423,8 @@ def annotate_rewrite(tree, sites, src=None):
         # the same tokens unless the file has bytes that are not UTF-8)
         toks = src.toks.get(f) if src is not None and src.text.get(f) == text else None
         E, app, sk = rewrite.plan_file_edits(text, ss, comments, toks,
-                                             src.pos.get(f) if toks is not None else None)
+                                             src.pos.get(f) if toks is not None else None,
+                                             discarding=discarding)
         why.update(sk)
         nested.update(rewrite.nested_outer(E, app))
     for s in sites:

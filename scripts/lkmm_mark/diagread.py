@@ -307,13 +307,14 @@ def decl_of(ftype, name):
 
 # ------------------------------------------------------------ placement
 
-def place(E, diag, comments, stmt_comments, locals_=True):
+def place(E, diag, comments, stmt_comments, locals_=True, discarding=frozenset()):
     """Place the data_race() sites diag [(key, site, i, j)] of one file.
     A comment above a statement goes to stmt_comments (the rewrite puts
     it there); a continuation-line site gets a local (locals_=False: the
     comment goes above its line, as a plain patch would have it).
     Returns {key: why} for the sites left for a human, whose edits are
-    removed."""
+    removed; among them those in a call of a macro some configuration
+    compiles to nothing (discarding): a local would be unused there."""
     S = E.S
     stmts, skipped = {}, {}
     for key, s, i, j in diag:
@@ -336,6 +337,10 @@ def place(E, diag, comments, stmt_comments, locals_=True):
             stmt_comments.setdefault(k, []).append((key, s, text, i))
         elif inner is None:
             skipped[key] = hdr
+        elif S.txt(inner) in discarding:
+            skipped[key] = ("in a call of %s(), a macro that some configuration defines "
+                            "to use none of its arguments: a local would be unused there"
+                            % S.txt(inner))
         else:
             stmts.setdefault(inner, (hdr, []))[1].append((key, s, i, j, text))
     state = {"names": {}, "ids": {}, "chain": None}

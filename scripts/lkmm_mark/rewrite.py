@@ -18,6 +18,7 @@ reason; skipped sites are listed in the cover letter and stay in the report.
 import bisect
 import difflib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -281,10 +282,38 @@ def _read_half(s):
     return "%s"
 
 
-def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True):
+def discarding_macros(tree, files):
+    """The function-like macros that some configuration defines to use
+    none of their arguments ('#define foo_debug(fs, fmt, ...) do {} while
+    (0)' without DEBUG), from the headers under the files' common
+    directory: a value loaded into a local for one of their calls would
+    be an unused variable there (diagread.py leaves such a site for a
+    human)."""
+    from .accessors import macro_defs
+    files = list(files)
+    if not files:
+        return frozenset()
+    top = Path(tree) / os.path.commonpath([os.path.dirname(f) or "." for f in files])
+    out = set()
+    for h in sorted(top.rglob("*.h")):
+        try:
+            text = h.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for name, params, body in macro_defs(text):
+            words = set(re.findall(r"\w+", " ".join(t for _, t in body).split(")", 1)[-1]))
+            names = {p.strip(".").strip() or "__VA_ARGS__" for p in params}
+            if params and not (names & words) and "__VA_ARGS__" not in words:
+                out.add(name)
+    return frozenset(out)
+
+
+def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True,
+                    discarding=frozenset()):
     """Edits for the sites of one file.  sites: plan dicts (action != none or
     rule owner-read); toks: the tokens of src, when already at hand;
     locals_=False keeps every data_race() where it is (diagread.py).
+    discarding: discarding_macros() of the tree.
     Returns (Edits, applied keys, {key: skip reason})."""
     E = Edits(src, toks, at if toks is not None else None)
     S = E.S
@@ -387,7 +416,8 @@ def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True):
                 applied.append(key)
         except Skip as e:
             skipped[key] = str(e)
-    for key, why in diagread.place(E, diag, comments, stmt_comments, locals_).items():
+    for key, why in diagread.place(E, diag, comments, stmt_comments, locals_,
+                                          discarding).items():
         applied.remove(key)
         skipped[key] = why
     # sites that together make a line too long for checkpatch are left out
