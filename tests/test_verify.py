@@ -124,6 +124,29 @@ class OtherTargets(unittest.TestCase):
         self.assertTrue(s.console_errors.search("EXT4-fs error (device vda): ext4_foo: x"))
         self.assertFalse(s.console_errors.search("EXT4-fs (vda): mounted filesystem"))
 
+    def test_the_xfs_description(self):
+        """policies/xfs/verify.json: xfs built in with quotas, a guest that
+        remounts between inode32 and inode64 (REMOUNT_A/B, which lib.sh's
+        remounts() takes) and ends with xfs_repair -n."""
+        from lkmm_mark.target import verify_spec
+        s = verify_spec("fs/xfs")
+        self.assertEqual(s.subsystem, "xfs")
+        self.assertIn("CONFIG_XFS_FS=y", s.kernel_config.read_text())
+        init = s.guest_dir / "init"
+        r = subprocess.run(["sh", "-n", str(init)], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        text = init.read_text()
+        for marker in (". /lib/lkmm.sh", "step xfs-check xfs_repair -n", "step verify ",
+                       "REMOUNT_A=inode64", "report_jobs"):
+            self.assertIn(marker, text)
+        lib = (s.guest_dir.parent / "guest" / "lib.sh").read_text()
+        self.assertIn("${REMOUNT_A:-commit=5}", lib)
+        self.assertIn(("/usr/sbin/xfs_repair", "xfsprogs"), s.host_tools)
+        self.assertTrue(s.console_errors.search(
+            "XFS (vda): Corruption of in-memory data (0x8) detected"))
+        self.assertTrue(s.console_errors.search("XFS: Assertion failed: x, file: y"))
+        self.assertFalse(s.console_errors.search("XFS (vda): Mounting V5 Filesystem"))
+
     def test_selected_target_names_dirs(self):
         from lkmm_mark import vcommon
         from lkmm_mark.target import select_target, verify_spec

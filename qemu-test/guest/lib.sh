@@ -94,18 +94,19 @@ fioloop() {
 	echo "@@LKMM ops fio $n"
 }
 
-# remount the main file system (/mnt) every 3 s with another commit
-# interval: the option parser stores what every path that tests a mount
-# option loads
+# remount the main file system (/mnt) every 3 s, alternating two option
+# sets (REMOUNT_A, REMOUNT_B: by default two commit intervals): the option
+# parser stores what every path that tests a mount option loads
 remounts() {
 	n=0
 	while alive; do
 		sleep 3
 		alive || break
-		mount -o remount,commit=$((5 + n % 2)) /mnt || return 1
+		if [ $((n % 2)) -eq 0 ]; then o=${REMOUNT_A:-commit=5}; else o=${REMOUNT_B:-commit=6}; fi
+		mount -o remount,$o /mnt || return 1
 		n=$((n + 1))
 	done
-	mount -o remount,commit=5 /mnt || return 1
+	mount -o remount,${REMOUNT_A:-commit=5} /mnt || return 1
 	echo "@@LKMM ops remount $n"
 }
 

@@ -620,6 +620,19 @@ static int do_sysfs(const char *fs, int secs, int nthreads)
 	add_tunable(p, "16", "32", "64");
 	snprintf(p, sizeof(p), "%s/extent_max_zeroout_kb", fs);
 	add_tunable(p, "16", "32", "64");
+	/* xfs (FSDIR /sys/fs/xfs/<dev>): the metadata error configuration,
+	 * which the buffer I/O completion reads, and the global sync interval
+	 * the log worker loads */
+	snprintf(p, sizeof(p), "%s/error/fail_at_unmount", fs);
+	add_tunable(p, "0", "1", NULL);
+	snprintf(p, sizeof(p), "%s/error/metadata/default/max_retries", fs);
+	add_tunable(p, "-1", "0", "5");
+	snprintf(p, sizeof(p), "%s/error/metadata/default/retry_timeout_seconds", fs);
+	add_tunable(p, "-1", "0", "10");
+	snprintf(p, sizeof(p), "%s/error/metadata/EIO/max_retries", fs);
+	add_tunable(p, "-1", "0", "5");
+	if (strstr(fs, "/fs/xfs/"))
+		add_tunable("/proc/sys/fs/xfs/xfssyncd_centisecs", "500", "1000", "3000");
 	/* commit_stats only accepts 0; its show side is the interesting one */
 	for (i = 0; i < ntun; i++)
 		if (strstr(tun[i].path, "commit_stats"))
