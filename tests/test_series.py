@@ -780,6 +780,20 @@ class OtherTargetSeries(unittest.TestCase):
             self.assertIn("The two run at the same time", " ".join(msg.split()), p.name)
             self.assertNotIn("fs/btrfs/", p.read_text(), p.name)
 
+    def test_xfs_series_is_current(self):
+        """patches/xfs/, the series of --target fs/xfs: current, xfs
+        subjects, a racing pair in every patch."""
+        r = subprocess.run(LKMM + ["series", "--target", "fs/xfs", "--check"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("patches/xfs is current", r.stdout)
+        pats = sorted((REPO / "patches" / "xfs").glob("0*.patch"))
+        self.assertGreater(len(pats), 1)
+        for p in pats[1:]:
+            msg = p.read_text().split("\n---\n", 1)[0]
+            self.assertRegex(msg, r"(?m)^Subject: \[PATCH \d+/\d+\] xfs: ", p.name)
+            self.assertIn("The two run at the same time", " ".join(msg.split()), p.name)
+
     def test_kcsan_races_on_marked_fields_quoted(self):
         """ext4's committed KCSAN run (qemu-test/results/ext4/): its races
         on fields the series marks are quoted in their patches, the lost
