@@ -32,6 +32,7 @@ from .base import UserError
 from .boot import detect_accel, stress_guest
 from .initramfs import build_initramfs
 from .summary import check_table, guest_rows, result_row, secs as _secs
+from .vcover import coverage_row
 from .target import verify_spec
 from .tree import ensure_tree, patches_dir
 from .vbuild import build_kernel
@@ -149,6 +150,10 @@ def main(args, plan_loader=None):
         if built is None:
             print(rows.table())
             return 1
+        row, left = coverage_row(patches, t["patched"], built[1]["out"])
+        rows.add(*row)
+        for f, ln, why in left:
+            print("compiled out by this config: %s:%d (%s)" % (f, ln, why), file=sys.stderr)
         sparse_stage(t, built[0], built[1], rows)
         if not opts["skip_boot"]:
             boot_stage(built[1], opts, secs, rows)
