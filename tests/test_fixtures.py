@@ -194,6 +194,19 @@ class RelockLoop(unittest.TestCase):
         self.assertEqual(self._rule(A), "unlocked-read")
 
 
+class OpsStaticMethod(unittest.TestCase):
+    def test_the_method_runs_where_the_table_is_called(self):
+        """Fixture ops_static_method with the ops call made without the
+        lock: the static method, called through the table from buf.c,
+        loads count beside the locked store (a method whose only calls
+        are in other files is not dead code)."""
+        A, _ = analyse_edited(self, "ops_static_method", "buf.c",
+                              "\tspin_lock(&bp->lock);\n\tif (bp->ops", "\tif (bp->ops")
+        got = {(a.fn, a.field): a.rule for a in A.accesses if a.fn == "sb_verify"}
+        self.assertNotIn(got[("sb_verify", "count")], ("always-locked", "dead-code"))
+        self.assertNotIn(("fs/btrfs/sb.c", "sb_verify"), A.dead)
+
+
 class PseudoExcludes(unittest.TestCase):
     def test_the_excludes_fact_is_what_keeps_them_apart(self):
         """Fixture pseudo_excludes without 'excludes': the transaction's

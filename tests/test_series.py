@@ -313,6 +313,30 @@ class RewriteFixtures(unittest.TestCase):
             if not marked:
                 self.assertIn("SUSPECT_CODE_INDENT", list(skipped.values())[0])
 
+    def test_lines_checkpatch_flags_before_any_mark(self):
+        """A line checkpatch flags whatever the change (an assignment in
+        its if condition; a variable named like a misspelling in the
+        tree's scripts/spelling.txt) is left for a human: a mark there
+        would draw an error or warning it did not cause."""
+        from lkmm_mark import rewrite
+        from lkmm_mark.tree import ensure_tree
+        typos = rewrite.checkpatch_typos(ensure_tree(None))
+        self.assertIn("alow", typos)
+        for line, why in (("\tif (rt && (t = (a %% p->size)))\n\t\tx();\n", "ASSIGN_IN_IF"),
+                          ("\tdo_div(alow.start, p->size);\n", "TYPO_SPELLING"),
+                          ("\tif (rt && (a %% p->size) == 0)\n\t\tx();\n", None)):
+            src = "void f(struct s *p)\n{\n" + line.replace("%%", "%") + "}\n"
+            S = rewrite.Edits(src).S
+            i = next(k for k, t in enumerate(S.toks) if S.txt(k) == "size")
+            site = {"file": "f.c", "line": S.toks[i].line, "column": S.toks[i].col,
+                    "field": "size", "action": "READ_ONCE", "access": "read",
+                    "rule": "unlocked-read", "struct": "s"}
+            E, applied, skipped = rewrite.plan_file_edits(src, [site], {}, typos=typos)
+            if why is None:
+                self.assertTrue(applied, skipped)
+            else:
+                self.assertIn(why, list(skipped.values())[0])
+
     def test_no_local_for_a_macro_that_may_compile_away(self):
         """A data_race() on a continuation line of a call to a macro that
         some configuration defines to use none of its arguments is left

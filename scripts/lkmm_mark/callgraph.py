@@ -123,14 +123,20 @@ class CallGraph:
 
     def sites_of(self, fn):
         """Call sites of fn by name: a static function outside a header is
-        called from its own file only; a static inline in a header from
-        every file that includes it."""
+        called from its own file only (and through the ops tables it is
+        stored in, from anywhere); a static inline in a header from every
+        file that includes it."""
         c = self._sites.get(id(fn))
         if c is not None and c[0] is fn:
             return c[1]
         sites = self.calls.get(fn.name, [])
         if fn.static and not fn.file.endswith(".h"):
-            sites = [s for s in sites if s[0].file == fn.file]
+            # a call by name from another file is another function's;
+            # an indirect call through an ops table's member
+            # ('bp->b_ops->verify_read(bp)') reaches the static method
+            # from any file
+            sites = [s for s in sites if s[0].file == fn.file or
+                     self.src.toks[s[0].file][s[2]].text != fn.name]
         self._sites[id(fn)] = (fn, sites)
         return sites
 

@@ -413,6 +413,7 @@ def annotate_rewrite(tree, sites, src=None):
     nested = set()
     comments = rewrite.load_comments()
     discarding = rewrite.discarding_macros(tree, byf)
+    typos = rewrite.checkpatch_typos(tree)
     for f, ss in byf.items():
         try:
             with open(os.path.join(tree, f), encoding="utf-8", errors="surrogateescape") as fh:
@@ -424,7 +425,7 @@ def annotate_rewrite(tree, sites, src=None):
         toks = src.toks.get(f) if src is not None and src.text.get(f) == text else None
         E, app, sk = rewrite.plan_file_edits(text, ss, comments, toks,
                                              src.pos.get(f) if toks is not None else None,
-                                             discarding=discarding)
+                                             discarding=discarding, typos=typos)
         why.update(sk)
         nested.update(rewrite.nested_outer(E, app))
     for s in sites:

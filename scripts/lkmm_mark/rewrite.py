@@ -308,12 +308,44 @@ def discarding_macros(tree, files):
     return frozenset(out)
 
 
+def checkpatch_typos(tree):
+    """The words checkpatch's spelling check flags (the tree's
+    scripts/spelling.txt, 'mispelled||correct'), lower case: a changed
+    line that holds one, a variable named so in the pristine code, draws a
+    warning the mark did not cause."""
+    try:
+        text = (Path(tree) / "scripts" / "spelling.txt").read_text(errors="replace")
+    except OSError:
+        return frozenset()
+    return frozenset(w.split("||", 1)[0].strip().lower() for w in text.splitlines()
+                     if "||" in w and not w.startswith("#"))
+
+
+_ASSIGN_IN_IF = re.compile(r"\bif\s*\(.*[^<>!=]=[^=]")
+
+
+def _pristine_checkpatch(S, line, typos):
+    """Why checkpatch would warn on any change of this line of the pristine
+    code (an assignment in an if condition, a word it takes for a typo),
+    or None."""
+    text = S.line_text(line)
+    code = text.split("//", 1)[0]
+    if _ASSIGN_IN_IF.search(code):
+        return "an assignment in this line's if condition: checkpatch errors " \
+            "(ASSIGN_IN_IF) on any change of the line"
+    bad = sorted(w for w in re.findall(r"[A-Za-z]+", code) if w.lower() in typos)
+    if bad:
+        return "checkpatch takes '%s' on this line for a misspelling (TYPO_SPELLING) " \
+            "on any change of it" % bad[0]
+    return None
+
+
 def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True,
-                    discarding=frozenset()):
+                    discarding=frozenset(), typos=frozenset()):
     """Edits for the sites of one file.  sites: plan dicts (action != none or
     rule owner-read); toks: the tokens of src, when already at hand;
     locals_=False keeps every data_race() where it is (diagread.py).
-    discarding: discarding_macros() of the tree.
+    discarding: discarding_macros() of the tree; typos: checkpatch_typos().
     Returns (Edits, applied keys, {key: skip reason})."""
     E = Edits(src, toks, at if toks is not None else None)
     S = E.S
@@ -334,7 +366,7 @@ def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True,
                            "covers every call" % s["function"])
             if i is None or S.txt(i) != s["field"]:
                 raise Skip("field token not found")
-            why = _suspect_indent(S, i, s["line"])
+            why = _suspect_indent(S, i, s["line"]) or _pristine_checkpatch(S, s["line"], typos)
             if why:
                 raise Skip(why)
             if i == 0 or S.txt(i - 1) not in ("->", "."):

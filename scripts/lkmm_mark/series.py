@@ -48,11 +48,12 @@ def compute_edits(tree, sites, comments, locals_=True):
         byfile[s["file"]].append(s)
     edits, applied, skipped = {}, set(), {}
     discarding = rewrite.discarding_macros(tree, byfile)
+    typos = rewrite.checkpatch_typos(tree)
     for f in sorted(byfile):
         with open(Path(tree) / f, encoding="utf-8", errors="surrogateescape") as fh:
             src = fh.read()
         E, app, sk = rewrite.plan_file_edits(src, byfile[f], comments, locals_=locals_,
-                                             discarding=discarding)
+                                             discarding=discarding, typos=typos)
         edits[f] = E
         applied.update(app)
         skipped.update(sk)
