@@ -118,9 +118,13 @@ def coverage_row(patches, src, out):
     files = sorted({f for f, _, why in left if why == "file not built"})
     opts = sum(1 for _, _, why in left if why != "file not built")
     detail = "%d of %d changed lines compiled" % (total - len(left), total)
-    if left:
-        detail += "; not by this config: %d in %d files not built (%s), %d under unset options" % (
-            sum(1 for x in left if x[2] == "file not built"), len(files),
-            ", ".join(Path(f).name for f in files[:4]) + (", ..." if len(files) > 4 else ""),
-            opts)
+    parts = []
+    if files:
+        parts.append("%d in %d files not built (%s)" % (
+            len(left) - opts, len(files),
+            ", ".join(Path(f).name for f in files[:4]) + (", ..." if len(files) > 4 else "")))
+    if opts:
+        parts.append("%d under unset options" % opts)
+    if parts:
+        detail += "; not by this config: " + ", ".join(parts)
     return ("coverage", True, detail), left
