@@ -324,7 +324,8 @@ class RewriteFixtures(unittest.TestCase):
         self.assertIn("alow", typos)
         for line, why in (("\tif (rt && (t = (a %% p->size)))\n\t\tx();\n", "ASSIGN_IN_IF"),
                           ("\tdo_div(alow.start, p->size);\n", "TYPO_SPELLING"),
-                          ("\tif (rt && (a %% p->size) == 0)\n\t\tx();\n", None)):
+                          ("\tif (rt && (a %% p->size) == 0)\n\t\tx();\n", None),
+                          ("\tif (rt) t = a %% p->size;\n", None)):
             src = "void f(struct s *p)\n{\n" + line.replace("%%", "%") + "}\n"
             S = rewrite.Edits(src).S
             i = next(k for k, t in enumerate(S.toks) if S.txt(k) == "size")

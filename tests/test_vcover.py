@@ -40,9 +40,13 @@ int f(struct s *p)
 
 
 class Coverage(unittest.TestCase):
-    def test_added_lines_are_numbered_in_the_patched_tree(self):
-        self.assertEqual(vcover.added_lines([PATCH]),
-                         {"fs/fsx/a.c": [4, 6], "fs/fsx/rt.c": [1]})
+    def test_changed_lines_are_numbered_as_the_build_sees_them(self):
+        """The patched file's lines that the pristine one lacks: a later
+        patch that adds a line above shifts them, as it does in the
+        build."""
+        self.assertEqual(vcover.patched_files([PATCH]), ["fs/fsx/a.c", "fs/fsx/rt.c"])
+        old = "a\nb\nc\nd\n"
+        self.assertEqual(vcover.added_lines(old, "/* x */\na\nB\nc\nd\ne\n"), [1, 3, 6])
 
     def test_conditions(self):
         cfg = {"CONFIG_A": "y", "CONFIG_B": "m"}
@@ -62,14 +66,23 @@ class Coverage(unittest.TestCase):
     def test_a_file_not_built_and_an_unset_option(self):
         with tempfile.TemporaryDirectory() as tmp:
             src, out = Path(tmp) / "src", Path(tmp) / "out"
+            pristine = Path(tmp) / "pristine"
             (src / "fs" / "fsx").mkdir(parents=True)
+            (pristine / "fs" / "fsx").mkdir(parents=True)
             (out / "fs" / "fsx").mkdir(parents=True)
             (src / "fs" / "fsx" / "a.c").write_text(A_C)
+            (pristine / "fs" / "fsx" / "a.c").write_text(
+                A_C.replace("WRITE_ONCE(p->x, 1)", "p->x = 1").replace(
+                    "WRITE_ONCE(p->y, 2)", "p->y = 2"))
+            (src / "fs" / "fsx" / "rt.c").write_text(
+                "int g(struct s *p) { return READ_ONCE(p->x); }\n")
+            (pristine / "fs" / "fsx" / "rt.c").write_text(
+                "int g(struct s *p) { return p->x; }\n")
             (out / "fs" / "fsx" / "a.o").write_text("")
             (out / ".config").write_text("CONFIG_FSX=y\n# CONFIG_FSX_DEBUG is not set\n")
             p = Path(tmp) / "0001.patch"
             p.write_text(PATCH)
-            row, left = vcover.coverage_row([p], src, out)
+            row, left = vcover.coverage_row([p], pristine, src, out)
         self.assertEqual(left, [("fs/fsx/a.c", 6, "under an unset option"),
                                 ("fs/fsx/rt.c", 1, "file not built")])
         self.assertEqual(row[0], "coverage")

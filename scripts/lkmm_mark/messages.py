@@ -88,8 +88,8 @@ def message(g, plan, texts, reports, extra=None, left=()):
     if quoted:
         paras.append("KCSAN saw %s on the pristine kernel:\n\n%s" % (
             "this race" if len(quoted) == 1 else "these races", "\n\n".join(quoted)))
-    paras += lost_update_quotes(g, plan, reports, set(k for s in g["sites"]
-                                                      for k in [s.get("kcsan")] if k), left)
+    paras += other_races(g, plan, reports, {s["kcsan"] for s in g["sites"] if s.get("kcsan")},
+                         left)
     if g.get("parts"):
         paras.append(wrap("The fields are in one patch because they share lines "
                           "that get a data_race() (checkpatch wants its comment "
@@ -188,7 +188,7 @@ def kcsan_quotes(g, reports):
     return [trimmed(reports[k]) for k in keys]
 
 
-def lost_update_quotes(g, plan, reports, quoted, left=()):
+def other_races(g, plan, reports, quoted, left=()):
     """The other races KCSAN saw on the pristine kernel at a site of one of
     the patch's fields, so that every race seen on a marked field is in its
     patch: one at a read-modify-write no mark fixes (a lost update: it
@@ -231,7 +231,7 @@ def lost_update_quotes(g, plan, reports, quoted, left=()):
 
 def _done_there(s, g, left, target):
     """What the patch does at a plan site s of one of its fields."""
-    if any(x is s or (x["file"], x["line"], x["field"]) == (s["file"], s["line"], s["field"])
+    if any((x["file"], x["line"], x["field"]) == (s["file"], s["line"], s["field"])
            for x in g["sites"]):
         return "marked here"
     v = s.get("via") or {}

@@ -321,7 +321,21 @@ def checkpatch_typos(tree):
                      if "||" in w and not w.startswith("#"))
 
 
-_ASSIGN_IN_IF = re.compile(r"\bif\s*\(.*[^<>!=]=[^=]")
+_IF = re.compile(r"\bif\s*\(")
+_ASSIGN = re.compile(r"[^<>!=]=[^=]")
+
+
+def _if_condition(code):
+    """The condition of the if this line opens, as far as the line has it,
+    or None."""
+    m = _IF.search(code)
+    if m is None:
+        return None
+    depth, k = 1, m.end()
+    while k < len(code) and depth:
+        depth += {"(": 1, ")": -1}.get(code[k], 0)
+        k += 1
+    return code[m.end():k - 1 if not depth else k]
 
 
 def _pristine_checkpatch(S, line, typos):
@@ -330,7 +344,8 @@ def _pristine_checkpatch(S, line, typos):
     or None."""
     text = S.line_text(line)
     code = text.split("//", 1)[0]
-    if _ASSIGN_IN_IF.search(code):
+    cond = _if_condition(code)
+    if cond is not None and _ASSIGN.search(cond):
         return "an assignment in this line's if condition: checkpatch errors " \
             "(ASSIGN_IN_IF) on any change of the line"
     bad = sorted(w for w in re.findall(r"[A-Za-z]+", code) if w.lower() in typos)

@@ -5,36 +5,32 @@ kernel compiles.  A line in a file whose object the build did not make
 configuration option the .config leaves unset, is checked by neither the
 build nor the boot: verify reports it apart from the live code.
 
-Reads the patches (each hunk's added lines, numbered in the patched
-tree), the patched tree's sources and the build directory (.config, the
-objects).  A condition this stage cannot decide (one that names anything
+Reads the patches (the files they change), the pristine and the patched
+tree's sources (the changed lines, as the build numbers them) and the
+build directory (.config, the objects).  A condition this stage cannot decide (one that names anything
 but CONFIG_ options) counts as compiled: the report under-counts what is
 left out, never what is checked.
 """
+import difflib
 import re
 from pathlib import Path
 
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 _DIRECTIVE = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")
 
 
-def added_lines(patch_texts):
-    """{file: sorted line numbers in the patched tree} of every added line."""
-    out = {}
-    for text in patch_texts:
-        f, ln = None, 0
-        for line in text.splitlines():
-            if line.startswith("+++ "):
-                f = line[4:].split("/", 1)[1] if line[4:].startswith("b/") else None
-            elif line.startswith("@@"):
-                m = _HUNK.match(line)
-                ln = int(m.group(1)) if m else 0
-            elif f and ln and line.startswith("+"):
-                out.setdefault(f, set()).add(ln)
-                ln += 1
-            elif f and ln and not line.startswith("-") and not line.startswith("\\"):
-                ln += 1
-    return {f: sorted(v) for f, v in out.items()}
+def patched_files(patch_texts):
+    """The files the patches change (their '+++ b/...' lines)."""
+    return sorted({line[6:] for text in patch_texts for line in text.splitlines()
+                   if line.startswith("+++ b/")})
+
+
+def added_lines(old, new):
+    """The line numbers of new (text) that are not in old: the series'
+    changed lines in the patched file, numbered as the build sees them
+    (each patch's own hunk numbers shift with the patches after it)."""
+    sm = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    return [j + 1 for op, _, _, j1, j2 in sm.get_opcodes() if op in ("replace", "insert")
+            for j in range(j1, j2)]
 
 
 def read_config(path):
@@ -92,37 +88,40 @@ def dead_lines(text, cfg):
     return dead
 
 
-def coverage(patch_texts, src, out):
+def coverage(files, pristine, patched, out):
     """(changed lines, [(file, line, why)] of those the build in out does not
-    compile) for the series patch_texts applied in the tree src."""
+    compile) of files, from the tree pristine to the tree patched."""
     cfg_path = Path(out) / ".config"
     cfg = read_config(cfg_path) if cfg_path.exists() else {}
     total, left = 0, []
-    for f, lines in sorted(added_lines(patch_texts).items()):
+    for f in files:
+        try:
+            new = (Path(patched) / f).read_text(errors="replace")
+            old = (Path(pristine) / f).read_text(errors="replace")
+        except OSError:
+            continue
+        lines = added_lines(old, new)
         total += len(lines)
-        p = Path(src) / f
         if f.endswith(".c") and not (Path(out) / f).with_suffix(".o").exists():
             left += [(f, ln, "file not built") for ln in lines]
             continue
-        try:
-            dead = dead_lines(p.read_text(errors="replace"), cfg)
-        except OSError:
-            continue
+        dead = dead_lines(new, cfg)
         left += [(f, ln, "under an unset option") for ln in lines if ln in dead]
     return total, left
 
 
-def coverage_row(patches, src, out):
+def coverage_row(patches, pristine, patched, out):
     """The summary row: how many changed lines the build compiles."""
-    total, left = coverage([Path(p).read_text(errors="replace") for p in patches], src, out)
-    files = sorted({f for f, _, why in left if why == "file not built"})
+    files = patched_files([Path(p).read_text(errors="replace") for p in patches])
+    total, left = coverage(files, pristine, patched, out)
+    built = sorted({f for f, _, why in left if why == "file not built"})
     opts = sum(1 for _, _, why in left if why != "file not built")
     detail = "%d of %d changed lines compiled" % (total - len(left), total)
     parts = []
-    if files:
+    if built:
         parts.append("%d in %d files not built (%s)" % (
-            len(left) - opts, len(files),
-            ", ".join(Path(f).name for f in files[:4]) + (", ..." if len(files) > 4 else "")))
+            len(left) - opts, len(built),
+            ", ".join(Path(f).name for f in built[:4]) + (", ..." if len(built) > 4 else "")))
     if opts:
         parts.append("%d under unset options" % opts)
     if parts:

@@ -150,7 +150,7 @@ def main(args, plan_loader=None):
         if built is None:
             print(rows.table())
             return 1
-        row, left = coverage_row(patches, t["patched"], built[1]["out"])
+        row, left = coverage_row(patches, t["pristine"], t["patched"], built[1]["out"])
         rows.add(*row)
         for f, ln, why in left:
             print("compiled out by this config: %s:%d (%s)" % (f, ln, why), file=sys.stderr)
