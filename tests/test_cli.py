@@ -167,6 +167,10 @@ class CliErrors(unittest.TestCase):
                  "pseudo_locks entry without 'reason'"),
                 ('{"instances": [{"struct": "s", "roles": {"a": ["x.p"]}, "reason": "r"}]}',
                  "roles must map at least two role names"),
+                ('{"data_locks": [{"member_types": [], "lock": "b.l", "reason": "r"}]}',
+                 "data_locks b.l: member_types must be a list of type names"),
+                ('{"data_locks": [{"member_types": ["__be32"], "lock": "b.l"}]}',
+                 "data_locks entry without 'reason'"),
             ]:
                 with self.subTest(msg=msg):
                     Path(d, "btrfs", "bad.json").write_text(text)

@@ -194,6 +194,26 @@ class RelockLoop(unittest.TestCase):
         self.assertEqual(self._rule(A), "unlocked-read")
 
 
+class DataLocks(unittest.TestCase):
+    """Fixture data_locks: the fact, not another rule, keeps the on-disk
+    header's lockless read in the verifier plain."""
+
+    def _disk(self, A):
+        return {(a.fn, a.kind): a.rule for a in A.accesses if a.struct == "disk_hdr"}
+
+    def test_without_the_fact(self):
+        A = analyse_fixture(FIXTURES / "data_locks", policies="{}")
+        self.assertEqual(self._disk(A)[("hdr_verify", "read")], "unlocked-read")
+        self.assertEqual(self._disk(A)[("hdr_set", "write")], "locked-write")
+
+    def test_a_host_endian_member_is_not_the_format(self):
+        """disk_hdr with a host-endian word is an in-core struct: no fact
+        applies to it, and the lockless read is marked again."""
+        A, _ = analyse_edited(self, "data_locks", "fmt.c", "\t__u8 pad[4];\n",
+                              "\tu32 cached;\n")
+        self.assertEqual(self._disk(A)[("hdr_verify", "read")], "unlocked-read")
+
+
 class OpsStaticMethod(unittest.TestCase):
     def test_the_method_runs_where_the_table_is_called(self):
         """Fixture ops_static_method with the ops call made without the

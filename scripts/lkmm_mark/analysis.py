@@ -117,6 +117,7 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, Cal
         self.apply_exclusions()
         self.owner_reads()
         self.container_held()
+        self.data_held()
         self.infer()
         self.racing_pairs()
         self.report_in_bodies()

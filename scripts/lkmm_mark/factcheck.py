@@ -56,6 +56,7 @@ NAMES = {
     "param_locks": [("struct", "struct"), ("lock", "lock"), ("weak_sources", "id"),
                     ("pin.lock", "lock")],
     "container_locks": [("struct", "struct"), ("locks", "lock")],
+    "data_locks": [("member_types", "id"), ("also_types", "id"), ("lock", "lock")],
     "new_object_flags": [("member", "id"), ("flag", "id"), ("publish", "id"),
                          ("set_by", "id")],
     "phases": [("struct", "struct"), ("before", "id"), ("after", "id")],

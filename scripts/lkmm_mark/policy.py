@@ -26,7 +26,7 @@ SCHEMA = {
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
     "state_assertions": list, "variants": list, "work_items": list, "default_target": str, "seed": str,
-    "replaces": list, "initialisers": list,
+    "replaces": list, "initialisers": list, "data_locks": list,
 }
 
 
@@ -49,6 +49,7 @@ class Policies:
         self.container_accessors = {}  # FOO_I -> foo_inode: the struct embedding the argument
         self.param_locks = {}      # struct type -> spec: a parameter of that type holds a lock
         self.container_locks = {}  # struct -> spec: entries protected by their container's lock
+        self.data_locks = []       # {member_types, lock, reason}: on-disk format data and its lock
         self.phases = []           # {struct, before, after, reason}: one object's life-cycle order
         self.pseudo_locks = {}     # name -> {name, struct, reason}: a protocol that acts as a lock
         self.guards = []           # {field or call, reason, implies}: a state a test splits (guards.py)
@@ -289,6 +290,17 @@ def _container_locks(P, f, entries):
         P.container_locks[c["struct"]] = dict(c, name=" or ".join(c["locks"]))
 
 
+def _data_locks(P, f, entries):
+    for c in entries:
+        _need(f, c, ("member_types", "lock", "reason"), "data_locks")
+        for k in ("member_types", "also_types"):
+            v = c.get(k, [])
+            if not (isinstance(v, list) and all(isinstance(x, str) and x for x in v)) or \
+                    (k == "member_types" and not v):
+                raise _err(f, "data_locks %s: %s must be a list of type names", c["lock"], k)
+        P.data_locks.append(c)
+
+
 def _phases(P, f, entries):
     for c in entries:
         _need(f, c, ("struct", "before", "after", "reason"), "phases")
@@ -479,6 +491,7 @@ _LOADERS = {
     "ops_contexts": _ops_contexts,
     "param_locks": _param_locks,
     "container_locks": _container_locks,
+    "data_locks": _data_locks,
     "phases": _phases,
     "guards": _guards,
     "state_assertions": _state_assertions,

@@ -5,7 +5,8 @@ writes, LockDoc-style; not a lock held for something else), the locks
 every write holds, the lost updates, the racers of a locked write, and
 its class (lock-protected, always-locked, handler, context-read,
 atomic-bitops, owner, ...); classify() then asks verdicts.py for each
-access.  container_held() adds the lock of an entry's container.
+access.  container_held() adds the lock of an entry's container,
+data_held() the lock of the buffer that holds data of an on-disk format.
 
 Reads .accesses with their .held and .exclusion, .owner_read,
 .declared_owners (owners.py), .any_time and .handover (contexts(),
@@ -57,6 +58,29 @@ class Protection:
                     a.held[name + m[len(lk):]] = How(
                         "%s held (%s: %s)" % (lk, a.struct, c["reason"]), a.held[m].line)
                     break
+
+    def data_held(self):
+        """policies/ 'data_locks': a struct whose members have the declared
+        types of an on-disk format (big-endian words, and bytes beside
+        them) is the content of a buffer, read and written only with the
+        buffer's lock held (or in a copy one task owns): every access to
+        it holds that lock."""
+        specs = self.P.data_locks
+        if not specs:
+            return
+        hold = {}
+        for name, members in self.src.structs.items():
+            for spec in specs:
+                if members and _format_struct(members, spec):
+                    hold[name] = spec
+                    break
+        for a in self.accesses:
+            spec = hold.get(a.struct)
+            if spec is not None:
+                lk = spec["lock"] + (":r" if spec.get("mode") == "read" else "")
+                a.held = dict(a.held or {})
+                a.held.setdefault(lk, How("%s held (struct %s: %s)" % (
+                    spec["lock"], a.struct, spec["reason"]), a.line))
 
     def infer(self):
         # data_race() around an expression with the field: the tree's own
@@ -456,3 +480,13 @@ class Protection:
 def _a(what):
     """'a sysfs handler (...)', but 'called from ...' as it is."""
     return what if what.startswith("called from") else "a " + what
+
+
+def _format_struct(members, spec):
+    """members (csrc.Member by name) are those of an on-disk format: one
+    has a type of spec's member_types, and each other one such a type,
+    one of its also_types, an array or a nested struct."""
+    kinds = set(spec["member_types"])
+    also = kinds | set(spec.get("also_types", ()))
+    return any(m.type in kinds for m in members.values()) and all(
+        m.type in also or m.array or m.category == "aggregate" for m in members.values())
