@@ -214,6 +214,17 @@ class DataLocks(unittest.TestCase):
         self.assertEqual(self._disk(A)[("hdr_verify", "read")], "unlocked-read")
 
 
+class OwnParam(unittest.TestCase):
+    def test_a_live_object_handed_to_the_helper(self):
+        """Fixture own_param with the constructor's test of I_NEW gone:
+        foo_fill() is given an inode other tasks may hold, its call counts
+        with no lock, and the store is no longer a locked write."""
+        A, _ = analyse_edited(self, "own_param", "newinode.c",
+                              "if (!(fi->i_state & I_NEW))", "if (!fi)")
+        (r,) = [a.rule for a in A.accesses if a.fn == "foo_set_size"]
+        self.assertNotEqual(r, "locked-write")
+
+
 class OpsStaticMethod(unittest.TestCase):
     def test_the_method_runs_where_the_table_is_called(self):
         """Fixture ops_static_method with the ops call made without the

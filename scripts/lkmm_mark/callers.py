@@ -380,8 +380,9 @@ class Callers:
             c = False
             for n in range(len(args or ())):
                 r = self._arg_private(caller, k, n)
-                # a stack object, or one a flag says is new (I_NEW)
-                if r is not None and (r[1] == "stack" or r[0].startswith("new: ")):
+                # a stack object, one a flag says is new (I_NEW), or a parameter
+                if r is not None and (r[1] == "stack" or r[0].startswith("new: ") or
+                                      self.own_arg(caller, k, n)):     # only given those
                     c = True
                     break
             self._ppcache[key] = c

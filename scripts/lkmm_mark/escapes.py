@@ -196,6 +196,42 @@ class Escapes:
                 break
         self._forget_windows()
 
+    def own_param(self, fn, n, _seen=None):
+        """Parameter n of fn only ever receives an object its caller owns
+        outright: a stack object, one a flag says is new (I_NEW), or such
+        a parameter of the caller's own (a helper of the new inode's
+        constructor): a call passing it says no more about the locks of
+        shared objects than the caller's own call would
+        (callers._passes_private())."""
+        key = (fn.file, fn.name, n)
+        memo = self.__dict__.setdefault("_ownmemo", {})
+        if key in memo:
+            return memo[key]
+        seen = _seen if _seen is not None else set()
+        if key in seen:
+            return False                # a cycle: no caller outside it decides
+        seen.add(key)
+        names = self.params(fn)
+        ok = n < len(names) and names[n] in self.priv_params.get((fn.file, fn.name), {})
+        for (caller, _, k) in self.sites_of(fn) if ok else ():
+            r = self._arg_private(caller, k, n)
+            if r is None or not (r[1] == "stack" or r[0].startswith("new: ") or
+                                 self.own_arg(caller, k, n, seen)):
+                ok = False
+                break
+        memo[key] = ok
+        return ok
+
+    def own_arg(self, caller, k, n, _seen=None):
+        """Argument n of the call at toks[k] is a parameter of the caller
+        that own_param() finds owned outright."""
+        args = self._call_args(caller.file, k)
+        if not args or n >= len(args) or args[n][1] - args[n][0] != 1:
+            return False
+        v = self.src.toks[caller.file][args[n][0]].text
+        names = self.params(caller)
+        return v in names and self.own_param(caller, names.index(v), _seen)
+
     def _forget_windows(self):
         """The caches of private.py and detach.py: after private_params()
         has found every private parameter, the windows of objects handed
