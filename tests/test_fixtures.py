@@ -225,6 +225,28 @@ class OwnParam(unittest.TestCase):
         self.assertNotEqual(r, "locked-write")
 
 
+class PrivateHelper(unittest.TestCase):
+    """Fixture private_helper: the decoder's stores are private only with
+    both the macro and the init call understood; without either, they
+    are lockless stores of the live field, its lock is a tie, and the
+    real race (geo_grow() against geo_size()) goes unmarked."""
+
+    def _size(self, A):
+        return {(a.fn, a.line): a.rule for a in A.accesses if a.field == "size"}
+
+    def test_without_the_init_function(self):
+        A = analyse_fixture(FIXTURES / "private_helper", policies="{}")
+        self.assertEqual(self._size(A)[("geo_size", 60)], "no-lock-evidence")
+        self.assertNotEqual(self._size(A)[("geo_from_disk", 33)], "private")
+
+    def test_a_macro_that_keeps_the_pointer(self):
+        A, _ = analyse_edited(self, "private_helper", "geo.c",
+                              "#define GEO_NUM(g)\t((g)->num & 0xf)",
+                              "#define GEO_NUM(g)\t((last_geo = (g))->num & 0xf)")
+        self.assertEqual(self._size(A)[("geo_size", 60)], "no-lock-evidence")
+        self.assertNotEqual(self._size(A)[("geo_from_disk", 33)], "private")
+
+
 class OpsStaticMethod(unittest.TestCase):
     def test_the_method_runs_where_the_table_is_called(self):
         """Fixture ops_static_method with the ops call made without the

@@ -17,6 +17,7 @@ here makes every access through it an 'private' exclusion.
 import collections
 
 from . import csrc
+from .accessors import macro_defs
 from .locks import KEYWORDS
 from .source import _short
 from .tokutil import _split, _stmt_end
@@ -54,6 +55,8 @@ class Escapes:
                         if callee in keep:
                             continue
                         targets = self._callee(fn, callee)
+                        if not targets and self._macro_derefs(callee, m):
+                            continue            # a macro that only reads through it
                         if not targets or callee in self.addr_taken:
                             esc.add(key + (n,))
                         d += [(t.file, t.name, m) for t in targets]
@@ -72,9 +75,38 @@ class Escapes:
         if callee in keep or callee in self.lockfns:
             return False
         targets = self._callee(caller, callee)
+        if not targets and self._macro_derefs(callee, n):
+            return False
         if not targets or callee in self.addr_taken:
             return True
         return any((t.file, t.name, n) in self.escaping for t in targets)
+
+    def _macro_derefs(self, name, n):
+        """Parameter n of the function-like macro name (defined in the
+        target) is only dereferenced in its body ('(p)->f', 'p->f'): the
+        macro keeps no pointer to what it is given."""
+        memo = self.__dict__.setdefault("_mderefs", {})
+        if (name, n) in memo:
+            return memo[(name, n)]
+        ok = None
+        if self.src.macro_defs is None:
+            self.src.macro_defs = [(f, d) for f in sorted(self.src.text)
+                                   for d in macro_defs(self.src.text[f])]
+        for _, (m, params, body) in self.src.macro_defs:
+            if m != name:
+                continue
+            if n >= len(params):
+                ok = False
+                break
+            text = " ".join(t for _, t in body).replace("\\", " ")
+            toks = csrc.tokenize(text[text.index(")") + 1:] if ")" in text else "")
+            uses = [i for i, t in enumerate(toks) if t.text == params[n]]
+            deref = all(i + 1 < len(toks) and (toks[i + 1].text == "->" or (
+                toks[i + 1].text == ")" and i + 2 < len(toks) and toks[i + 2].text == "->"
+                and i > 0 and toks[i - 1].text == "(")) for i in uses)
+            ok = bool(uses) and deref and ok is not False
+        memo[(name, n)] = bool(ok)
+        return bool(ok)
 
     def _arg_private(self, caller, k, n):
         """Why argument n of the call at toks[k] is an object private to
@@ -155,6 +187,9 @@ class Escapes:
         # parameters of the caller that failed it have changed since
         version = collections.Counter()
         blocked = {}
+        # a call from init or teardown (owners.lifecycle_functions()) runs
+        # when nothing else does: the object it passes is the caller's alone
+        life = self.lifecycle_functions()
         for _ in range(20):
             changed = False
             for key, fn in self.src.funcs.items():
@@ -176,7 +211,9 @@ class Escapes:
                         continue
                     why = []
                     for (caller, st, k) in sites:
-                        r = self._arg_private(caller, k, n)
+                        r = self._arg_private(caller, k, n) or (
+                            ("passed during init or teardown", "alloc")
+                            if (caller.file, caller.name) in life else None)
                         if r is None:
                             ck = (caller.file, caller.name)
                             blocked[ak] = (ck, version[ck])
