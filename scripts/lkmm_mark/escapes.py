@@ -2,13 +2,18 @@
 """Ownership, part 2: where a function's objects go when it hands them on.
 A parameter escapes when its object may outlive the call or reach another
 task (stored, returned, linked into a shared list or tree, handed to code
-outside the target: a fixed point over the call graph); an address
-escapes a function the same way.  A parameter that every call site
-passes a private object (private.py), and does not escape, is as
-private as the caller's object (private_params(), a fixed point).
+outside the target: a fixed point over the call graph; a function-like
+macro that only dereferences it keeps nothing, _macro_derefs()); an
+address escapes a function the same way.  A parameter that every call
+site passes a private object (private.py), or that the call is made from
+an init or teardown function, and that does not escape, is as private
+as the caller's object (private_params(), a fixed point); own_param()
+tells the ones whose callers own the object outright (a stack object, a
+new inode), for the calling contexts (callers._passes_private()).
 
 Reads .src, .calls (sites_of()), .addr_taken, .macro_used, .dead,
-.lockfns, .P (non_retaining, publishers, task_private).  Sets .escaping
+.lockfns, .P (non_retaining, publishers, task_private), and
+lifecycle_functions() (owners.py).  Sets .escaping
 ({(file, fn, index)}: param_escapes()) and .priv_params ((file, fn) ->
 name -> (why, origin): private_params(), which also resets the caches
 of private.py and detach.py).  A parameter wrongly found private
