@@ -169,16 +169,15 @@ class Callers:
         private to the caller (all of them if every one does)."""
         addr_taken = self.addr_taken
         # a call passing an object private to the caller (a stack struct, a
-        # fresh allocation) says nothing about the lock that protects the
-        # shared objects of that type (the same in every round below)
+        # new object) says nothing about the lock of the shared ones
         shared_sites = {}
         for key, fn in self.src.funcs.items():
             if fn.name in addr_taken or fn.name in self.macro_used:
                 continue
             sites = self.sites_of(fn)
             if sites:
-                shared_sites[key] = [x for x in sites
-                                     if not self._passes_private(x[0], x[2])] or sites
+                shared_sites[key] = sites if len(sites) == 1 else [
+                    x for x in sites if not self._passes_private(x[0], x[2])] or sites
         return shared_sites
 
     def _locksets(self, a):
@@ -410,7 +409,8 @@ class Callers:
         sites = self.reaching_sites(a)
         if not sites:
             return entry
-        sites = [x for x in sites if not self._passes_private(x[0], x[2])] or sites
+        sites = sites if len(sites) == 1 else [
+            x for x in sites if not self._passes_private(x[0], x[2])] or sites
         common = _held_by_all(sites, self.entry, list(self.P.container_locks.values()))
         if common is _TOP or not common:
             return entry
