@@ -55,6 +55,14 @@ def macro_defs(text):
     return out
 
 
+def all_macro_defs(src):
+    """[(file, macro_defs() entry)] of every file of src, computed once and
+    kept on it (scan.py fills it while the facts pass runs)."""
+    if src.macro_defs is None:
+        src.macro_defs = [(f, d) for f in sorted(src.text) for d in macro_defs(src.text[f])]
+    return src.macro_defs
+
+
 def _kind_after(toks, k):
     """How the member or operand ending at toks[k] is used."""
     nxt = toks[k + 1].text if k + 1 < len(toks) else ""
@@ -71,9 +79,7 @@ class Accessors:
         """Access facts at the call sites of accessor macros and of the
         functions generator macros define."""
         members, lvalues, generated = {}, {}, {}
-        defs = self.src.macro_defs
-        if defs is None:
-            defs = [(f, d) for f in sorted(self.src.text) for d in macro_defs(self.src.text[f])]
+        defs = all_macro_defs(self.src)
         for f, (name, params, body) in defs:
             self._scan_lvalues(f, name, params, body, lvalues)
         for f, (name, params, body) in defs:

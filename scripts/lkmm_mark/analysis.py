@@ -81,7 +81,7 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, Cal
         self._paramcache = {}
         self._stackcache = {}
         self._ftypes = {}               # accesses.py
-        self._ppcache = {}              # callers.py
+        self._ppcache = {}              # escapes.py
         self._ctxmemo = {}
         self._ctxchain = {}
         self._flagcache = {}            # flagargs.py

@@ -7,7 +7,7 @@ the execution contexts (handlers, what runs at any time).
 
 Reads .flows, .calls (sites_of()), .lockfns, .addr_taken, .macro_used,
 .P, and asks ownership.py whether a call passes a private object
-(_passes_private(): such a call says nothing about shared objects).
+(escapes.without_private(): such a call says nothing about shared objects).
 Sets .entry ((file, fn) -> lock -> How), each access's .held
 (attach_held()), .any_time and .handover (contexts(), which returns the
 context of each handler and of its callees).  An access whose callers'
@@ -176,8 +176,7 @@ class Callers:
                 continue
             sites = self.sites_of(fn)
             if sites:
-                shared_sites[key] = sites if len(sites) == 1 else [
-                    x for x in sites if not self._passes_private(x[0], x[2])] or sites
+                shared_sites[key] = self.without_private(sites)
         return shared_sites
 
     def _locksets(self, a):
@@ -368,25 +367,6 @@ class Callers:
                         weak_locals.setdefault(key, set()).add(toks[k].text)
         return weak_locals
 
-    def _passes_private(self, caller, k):
-        """The call at toks[k] hands the callee an object that lives on the
-        caller's stack (directly, or through the caller's private
-        parameters): it says nothing about the locks of shared objects."""
-        key = (caller.file, k)
-        c = self._ppcache.get(key)
-        if c is None:
-            args = self._call_args(caller.file, k)
-            c = False
-            for n in range(len(args or ())):
-                r = self._arg_private(caller, k, n)
-                # a stack object, one a flag says is new (I_NEW), or a parameter
-                if r is not None and (r[1] == "stack" or r[0].startswith("new: ") or
-                                      self.own_arg(caller, k, n)):     # only given those
-                    c = True
-                    break
-            self._ppcache[key] = c
-        return c
-
     def attach_held(self):
         for a in self.accesses:
             if a.func is None or a.tok is None:
@@ -409,8 +389,7 @@ class Callers:
         sites = self.reaching_sites(a)
         if not sites:
             return entry
-        sites = sites if len(sites) == 1 else [
-            x for x in sites if not self._passes_private(x[0], x[2])] or sites
+        sites = self.without_private(sites)
         common = _held_by_all(sites, self.entry, list(self.P.container_locks.values()))
         if common is _TOP or not common:
             return entry

@@ -141,8 +141,7 @@ class Contexts:
             return None
         if sites is None:
             sites = self.sites_of(fn)
-        sites = sites if len(sites) == 1 else [
-            x for x in sites if not self._passes_private(x[0], x[2])] or sites
+        sites = self.without_private(sites)
         # a call from init or teardown (exclusions.py: the life-cycle
         # functions) is a context in which nothing else runs: it races
         # with no other, so it adds no lockset the others must exclude

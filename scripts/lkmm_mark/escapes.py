@@ -9,7 +9,7 @@ site passes a private object (private.py), or that the call is made from
 an init or teardown function, and that does not escape, is as private
 as the caller's object (private_params(), a fixed point); own_param()
 tells the ones whose callers own the object outright (a stack object, a
-new inode), for the calling contexts (callers._passes_private()).
+new inode), for the calling contexts (without_private()).
 
 Reads .src, .calls (sites_of()), .addr_taken, .macro_used, .dead,
 .lockfns, .P (non_retaining, publishers, task_private), and
@@ -22,7 +22,7 @@ here makes every access through it an 'private' exclusion.
 import collections
 
 from . import csrc
-from .accessors import macro_defs
+from .accessors import all_macro_defs
 from .locks import KEYWORDS
 from .source import _short
 from .tokutil import _split, _stmt_end
@@ -90,28 +90,43 @@ class Escapes:
         """Parameter n of the function-like macro name (defined in the
         target) is only dereferenced in its body ('(p)->f', 'p->f'): the
         macro keeps no pointer to what it is given."""
-        memo = self.__dict__.setdefault("_mderefs", {})
-        if (name, n) in memo:
-            return memo[(name, n)]
-        ok = None
-        if self.src.macro_defs is None:
-            self.src.macro_defs = [(f, d) for f in sorted(self.src.text)
-                                   for d in macro_defs(self.src.text[f])]
-        for _, (m, params, body) in self.src.macro_defs:
-            if m != name:
-                continue
-            if n >= len(params):
-                ok = False
-                break
-            text = " ".join(t for _, t in body).replace("\\", " ")
-            toks = csrc.tokenize(text[text.index(")") + 1:] if ")" in text else "")
-            uses = [i for i, t in enumerate(toks) if t.text == params[n]]
-            deref = all(i + 1 < len(toks) and (toks[i + 1].text == "->" or (
-                toks[i + 1].text == ")" and i + 2 < len(toks) and toks[i + 2].text == "->"
-                and i > 0 and toks[i - 1].text == "(")) for i in uses)
-            ok = bool(uses) and deref and ok is not False
-        memo[(name, n)] = bool(ok)
-        return bool(ok)
+        memo = self.__dict__.get("_mderefs")
+        if memo is None:
+            memo = self._mderefs = {}
+            self._macros = collections.defaultdict(list)
+            for _, (m, params, body) in all_macro_defs(self.src):
+                self._macros[m].append((params, body))
+        if (name, n) not in memo:
+            defs = self._macros.get(name, ())
+            memo[(name, n)] = bool(defs) and all(_derefs_only(params, body, n)
+                                                 for params, body in defs)
+        return memo[(name, n)]
+
+    def _passes_private(self, caller, k):
+        """The call at toks[k] hands the callee an object the caller owns
+        outright (a stack object, one a flag says is new, a parameter only
+        given those: own_arg()): it says nothing about the locks of shared
+        objects."""
+        key = (caller.file, k)
+        c = self._ppcache.get(key)
+        if c is None:
+            c = False
+            for n in range(len(self._call_args(caller.file, k) or ())):
+                r = self._arg_private(caller, k, n)
+                if r is not None and (r[1] == "stack" or r[0].startswith("new: ") or
+                                      self.own_arg(caller, k, n)):
+                    c = True
+                    break
+            self._ppcache[key] = c
+        return c
+
+    def without_private(self, sites):
+        """Call sites less those that pass the callee an object their
+        caller owns outright (all of them if every one does; one site is
+        kept as it is)."""
+        if len(sites) == 1:
+            return sites
+        return [x for x in sites if not self._passes_private(x[0], x[2])] or sites
 
     def _arg_private(self, caller, k, n):
         """Why argument n of the call at toks[k] is an object private to
@@ -244,7 +259,7 @@ class Escapes:
         a parameter of the caller's own (a helper of the new inode's
         constructor): a call passing it says no more about the locks of
         shared objects than the caller's own call would
-        (callers._passes_private())."""
+        (without_private())."""
         key = (fn.file, fn.name, n)
         memo = self.__dict__.setdefault("_ownmemo", {})
         if key in memo:
@@ -339,3 +354,17 @@ class Escapes:
             if a == k:
                 return b - a != 2 or self._arg_escapes(fn, callee, n)
         return True
+
+
+def _derefs_only(params, body, n):
+    """Parameter n of a macro (params, body: accessors.macro_defs()) is
+    used in the body, and only as '(p)->' or 'p->'."""
+    if n >= len(params):
+        return False
+    text = " ".join(t for _, t in body).replace("\\", " ")
+    toks = csrc.tokenize(text[text.index(")") + 1:] if ")" in text else "")
+    uses = [i for i, t in enumerate(toks) if t.text == params[n]]
+    return bool(uses) and all(
+        i + 1 < len(toks) and (toks[i + 1].text == "->" or (
+            toks[i + 1].text == ")" and i + 2 < len(toks) and toks[i + 2].text == "->" and
+            i > 0 and toks[i - 1].text == "(")) for i in uses)

@@ -355,6 +355,72 @@ def _pristine_checkpatch(S, line, typos):
     return None
 
 
+def _mark_site(E, S, s, key, i, j, a, b):
+    """The edits that mark site s (the field token toks[i], its access
+    expression from toks[j], offsets a to b): READ_ONCE()/data_race()
+    around a load, WRITE_ONCE() for a plain store or a read-modify-write
+    of a statement of its own; raises Skip when the site cannot be
+    rewritten so."""
+    span = b - a
+    act = s["action"]
+    if s["rule"] == "owner-read":
+        pass
+    elif act in ("READ_ONCE", "data_race"):
+        if s["access"] != "read":
+            raise Skip("%s on a %s" % (act, s["access"]))
+        nxt = S.txt(i + 1) if i + 1 < len(S.toks) else ""
+        if nxt in ASSIGN or nxt in ("++", "--"):
+            raise Skip("read site is a store")
+        E.insert(key, a, act + "(", (0, -span))
+        E.insert(key, b, ")", (-1, span))
+    elif act == "WRITE_ONCE" and s["access"] == "write":
+        if S.txt(i + 1) != "=":
+            raise Skip("store is not a plain assignment")
+        if not stmt_context(S, j):
+            raise Skip("store inside an expression")
+        semi = expr_end(S, i + 2)
+        E.values[key] = (b, S.off(semi))
+        E.insert(key, a, "WRITE_ONCE(", (0, -(S.off(semi) - a)))
+        # ' = ' becomes ', ' (a value on the next line stays there)
+        if S.toks[i + 2].line != S.toks[i + 1].line:
+            E.replace(key, b, S.end(i + 1), ",")
+        else:
+            E.replace(key, b, S.off(i + 2), ", ")
+        E.insert(key, S.end(semi - 1), ")", (-1, S.off(semi) - a))
+    elif act == "WRITE_ONCE" and s["access"] == "rmw":
+        fmt = _read_half(s)
+        op = S.txt(i + 1) if i + 1 < len(S.toks) else ""
+        pre = S.txt(j - 1) if j > 0 else ""
+        if op in ("++", "--") and S.txt(i + 2) == ";" and stmt_context(S, j):
+            E.insert(key, a, "WRITE_ONCE(", (0, -(S.off(i + 2) - a)))
+            E.late(key, a, b, S.end(i + 1), fmt, op[0], "1)")
+        elif pre in ("++", "--") and S.txt(i + 1) == ";" and stmt_context(S, j - 1):
+            E.replace(key, S.off(j - 1), a, "WRITE_ONCE(")
+            E.prefix.add(key)
+            E.late(key, a, b, b, fmt, pre[0], "1)")
+        elif pre in ("++", "--") and s["rule"] == "locked-write" and \
+                (hoist := _if_condition_start(S, j - 1, i)) is not None:
+            # 'if (!--x->f)' under the lock every store holds: the
+            # store goes before the if, the condition reads the
+            # new value (no other store can come between)
+            k, indent = hoist
+            E.replace(key, S.off(j - 1), a, "")
+            E.late_stmt(key, S.off(k), a, b, pre[0], indent)
+            E.prefix.add(key)
+        elif op in ASSIGN and op != "=" and stmt_context(S, j):
+            semi = expr_end(S, i + 2)
+            E.values[key] = (b, S.off(semi))
+            paren = not simple_operand(S, i + 2, semi - 1, op[:-1])
+            E.insert(key, a, "WRITE_ONCE(", (0, -(S.off(semi) - a)))
+            E.late(key, a, b, S.off(i + 2), fmt, op[:-1], "(" if paren else "")
+            E.insert(key, S.end(semi - 1), "))" if paren else ")",
+                     (-1, S.off(semi) - a))
+        else:
+            raise Skip("read-modify-write inside an expression")
+    else:
+        raise Skip("action %s on a %s" % (act, s["access"]))
+
+
 def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True,
                     discarding=frozenset(), typos=frozenset()):
     """Edits for the sites of one file.  sites: plan dicts (action != none or
@@ -389,68 +455,11 @@ def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True,
             j = base_start(S, i - 1)
             a, b = S.off(j), S.end(i)
             E.spans[key] = (a, b)
-            span = b - a
             if j >= 2 and S.txt(j - 1) == "(" and S.txt(j - 2) in MARKERS:
                 raise Skip("already marked")
             if j >= 1 and S.txt(j - 1) == "&":
                 raise Skip("address taken")
-            act = s["action"]
-            if s["rule"] == "owner-read":
-                pass
-            elif act in ("READ_ONCE", "data_race"):
-                if s["access"] != "read":
-                    raise Skip("%s on a %s" % (act, s["access"]))
-                nxt = S.txt(i + 1) if i + 1 < len(S.toks) else ""
-                if nxt in ASSIGN or nxt in ("++", "--"):
-                    raise Skip("read site is a store")
-                E.insert(key, a, act + "(", (0, -span))
-                E.insert(key, b, ")", (-1, span))
-            elif act == "WRITE_ONCE" and s["access"] == "write":
-                if S.txt(i + 1) != "=":
-                    raise Skip("store is not a plain assignment")
-                if not stmt_context(S, j):
-                    raise Skip("store inside an expression")
-                semi = expr_end(S, i + 2)
-                E.values[key] = (b, S.off(semi))
-                E.insert(key, a, "WRITE_ONCE(", (0, -(S.off(semi) - a)))
-                # ' = ' becomes ', ' (a value on the next line stays there)
-                if S.toks[i + 2].line != S.toks[i + 1].line:
-                    E.replace(key, b, S.end(i + 1), ",")
-                else:
-                    E.replace(key, b, S.off(i + 2), ", ")
-                E.insert(key, S.end(semi - 1), ")", (-1, S.off(semi) - a))
-            elif act == "WRITE_ONCE" and s["access"] == "rmw":
-                fmt = _read_half(s)
-                op = S.txt(i + 1) if i + 1 < len(S.toks) else ""
-                pre = S.txt(j - 1) if j > 0 else ""
-                if op in ("++", "--") and S.txt(i + 2) == ";" and stmt_context(S, j):
-                    E.insert(key, a, "WRITE_ONCE(", (0, -(S.off(i + 2) - a)))
-                    E.late(key, a, b, S.end(i + 1), fmt, op[0], "1)")
-                elif pre in ("++", "--") and S.txt(i + 1) == ";" and stmt_context(S, j - 1):
-                    E.replace(key, S.off(j - 1), a, "WRITE_ONCE(")
-                    E.prefix.add(key)
-                    E.late(key, a, b, b, fmt, pre[0], "1)")
-                elif pre in ("++", "--") and s["rule"] == "locked-write" and \
-                        (hoist := _if_condition_start(S, j - 1, i)) is not None:
-                    # 'if (!--x->f)' under the lock every store holds: the
-                    # store goes before the if, the condition reads the
-                    # new value (no other store can come between)
-                    k, indent = hoist
-                    E.replace(key, S.off(j - 1), a, "")
-                    E.late_stmt(key, S.off(k), a, b, pre[0], indent)
-                    E.prefix.add(key)
-                elif op in ASSIGN and op != "=" and stmt_context(S, j):
-                    semi = expr_end(S, i + 2)
-                    E.values[key] = (b, S.off(semi))
-                    paren = not simple_operand(S, i + 2, semi - 1, op[:-1])
-                    E.insert(key, a, "WRITE_ONCE(", (0, -(S.off(semi) - a)))
-                    E.late(key, a, b, S.off(i + 2), fmt, op[:-1], "(" if paren else "")
-                    E.insert(key, S.end(semi - 1), "))" if paren else ")",
-                             (-1, S.off(semi) - a))
-                else:
-                    raise Skip("read-modify-write inside an expression")
-            else:
-                raise Skip("action %s on a %s" % (act, s["access"]))
+            _mark_site(E, S, s, key, i, j, a, b)
             _resolve_late(E)
             c = comments.get(s["rule"])
             if c and s.get("comment", True) is False and s["rule"] != "owner-read":

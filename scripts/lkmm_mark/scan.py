@@ -16,7 +16,7 @@ import os
 import re
 
 from . import csrc
-from .accessors import macro_defs
+from .accessors import all_macro_defs
 from .locks import KEYWORDS
 from .tokutil import _declares, _owner, _ops_member, _call_start
 
@@ -29,8 +29,7 @@ class SourceScan:
         the analysis that follows finds them done."""
         for fn in self.src.funcs.values():
             self._decl_types(fn)
-        self.src.macro_defs = [(f, d) for f in sorted(self.src.text)
-                               for d in macro_defs(self.src.text[f])]
+        all_macro_defs(self.src)
 
     def source_scan(self):
         """The parts of the call graph that depend on the sources alone (no
