@@ -442,6 +442,28 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertEqual(without[("zoned_reserve", "cursor")], "WRITE_ONCE")
         self.assertNotIn(("plain_cursor", "cursor"), self.marks("config_guard"))
 
+    def test_configuration_handed_to_a_work_item(self):
+        """A work item registered after a configuration test runs in that
+        configuration (contexts.handed_states()), and a chain of calls that
+        finds a configuration both true and false is taken by no mount."""
+        from lkmm_mark import contexts
+        got = self.marks("config_work")
+        self.assertNotIn(("fill_worker", "unusable"), got)
+        A = analyse_fixture(FIXTURES / "config_work")
+        (store,) = [a for a in A.accesses if a.fn == "zoned_add" and a.field == "used"]
+        self.assertTrue(all("fill_worker" not in c for c in store.contexts), store.contexts)
+        orig, clash = contexts.Contexts.handed_states, contexts._config_clash
+        try:
+            contexts.Contexts.handed_states = lambda self: {}
+            self.assertEqual(self.marks("config_work")[("fill_worker", "unusable")], "READ_ONCE")
+            contexts.Contexts.handed_states = orig
+            contexts._config_clash = lambda held: False
+            A = analyse_fixture(FIXTURES / "config_work")
+            (store,) = [a for a in A.accesses if a.fn == "zoned_add" and a.field == "used"]
+            self.assertTrue(any("fill_worker" in c for c in store.contexts), store.contexts)
+        finally:
+            contexts.Contexts.handed_states, contexts._config_clash = orig, clash
+
     def test_state_guards(self):
         keep = '{"lock_functions": %s}' % json.dumps(json.loads(
             (FIXTURES / "state_guard" / "policies.json").read_text())["lock_functions"])

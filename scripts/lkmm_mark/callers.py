@@ -61,9 +61,10 @@ class Callers:
         ops_entry = self._ops_members(self.P.ops_entry_locks)
         for key, fn in self.src.funcs.items():
             annot[key] = self._own_entry_locks(key, fn, ops_entry)
-        for key, held in self.handed_locks().items():
-            for n, how in held.items():
-                annot[key].setdefault(n, how)
+        for handed in (self.handed_locks(), self.handed_states()):
+            for key, held in handed.items():
+                for n, how in held.items():
+                    annot[key].setdefault(n, how)
         # the greatest fixed point: a function every caller of which is
         # entered with L is entered with L, also around recursion
         # (a function that logs an inode and the helpers that log other

@@ -192,6 +192,9 @@ class CallGraph:
         stored only in the ops tables the target calls, one stored only in
         members of structs on its storers' stacks."""
         addr_taken, sync, not_sync, ops, not_ops = self._callback_uses(scan)
+        # how many times each name is used other than in a call
+        # (contexts.handed_states(): every use a registration)
+        self.addr_uses = collections.Counter(u[0] for u in scan["addr"])
         for name, sites in sync.items():
             if name not in not_sync:
                 addr_taken.discard(name)

@@ -174,6 +174,8 @@ class Contexts:
                         for m in (lk, lk + ":r"):
                             if m in h:
                                 h.add(cl["name"] + m[len(lk):])
+                if _config_clash(h):
+                    continue            # found a configuration true and false
                 # the call chain of this context, first found (pairs.py
                 # names the contexts that race, not the nearest entry)
                 out.setdefault(frozenset(h), self.context_chain(ck, c) + (fn.name,))
@@ -317,6 +319,40 @@ class Contexts:
                         {n: h for n, h in out[key].items() if n in new}
         return out
 
+    def handed_states(self):
+        """{function key: {state: How}}: the configuration states (guards
+        of a call, policies/ 'guards') every registration of fn holds,
+        where kthread_run() starts it or a work item is made with it
+        (policies/ 'work_items'), when those are its only uses: the
+        configuration is fixed for the mount, so the thread or work item
+        a path made after finding it false runs in that configuration
+        too ('if (foo_is_zoned(fs)) return 0; ... INIT_WORK(&w, fn)')."""
+        config = {g["call"] + "()" for g in self.P.guards if g.get("call")}
+        if not config:
+            return {}
+        regs = [(c, 0) for c in _THREAD_CALLS] + \
+            [(s["call"], s["fn"]) for s in self.P.work_items]
+        found = collections.defaultdict(list)
+        for call, n in regs:
+            for (caller, st, k) in self.calls.get(call, ()):
+                args = self._call_args(caller.file, k) or []
+                toks = self.src.toks[caller.file]
+                if n < len(args) and args[n][1] - args[n][0] == 1:
+                    keep = {x: h for x, h in st.held.items() if x.split("{")[0] in config}
+                    found[toks[args[n][0]].text].append((caller, toks[k].line, keep))
+        out = {}
+        for name, regs_ in found.items():
+            if len(regs_) != self.addr_uses.get(name, 0):
+                continue
+            common = set.intersection(*(set(r[2]) for r in regs_))
+            for f2 in self.src.by_name.get(name, ()) if common else ():
+                caller, line, keep = regs_[0]
+                out[(f2.file, f2.name)] = {x: How(
+                    "%s, held by %s() where it registers %s() at %s:%d" % (
+                        keep[x].what, caller.name, name, _short(caller.file), line),
+                    line) for x in common}
+        return out
+
     def same_thread(self, a, b):
         """Both accesses are reached only from one thread that
         kthread_run() starts (the same entry point, of kind 'thread'), or
@@ -375,6 +411,18 @@ class Contexts:
         c = self._workitems = {fn: next(iter(s)) for fn, s in found.items()
                                if len(s) == 1 and None not in s}
         return c
+
+
+def _config_clash(held):
+    """held has both states of one configuration guard ('f(){=true}' and
+    'f(){=false}', guards.py): a chain of calls no mount takes."""
+    seen = {}
+    for n in held:
+        if "(){=" in n:
+            base, state = n.split("{=", 1)
+            if seen.setdefault(base, state.split("}")[0]) != state.split("}")[0]:
+                return True
+    return False
 
 
 def _callback_use(toks, i):
