@@ -535,9 +535,10 @@ def _unquoted_races(target, pdir):
     from lkmm_mark.tree import ensure_tree
     plan = get_plan(argparse.Namespace(tree=None, target=target, policies=None,
                                        jobs=0, no_cache=False))
-    reports = evidence.pristine_reports(evidence.results_of(ensure_tree(None), target=target),
+    tree = ensure_tree(None)
+    reports = evidence.pristine_reports(evidence.results_of(tree, target=target),
                                         target=target)
-    idx = evidence.by_location(reports, target)
+    idx = evidence.site_reports(plan, reports, tree)
     marked = {(s["struct"], s["field"]) for s in plan["sites"]
               if s["action"] != "none" and not s["test_code"]}
     texts = [" ".join(p.read_text().split()) for p in sorted(Path(pdir).glob("0*.patch"))[1:]]
@@ -545,7 +546,7 @@ def _unquoted_races(target, pdir):
     for s in plan["sites"]:
         if (s["struct"], s["field"]) not in marked or s["test_code"]:
             continue
-        for key in idx.get((s["file"], s["line"]), ()):
+        for key in idx.get((s["file"], s["line"], s["struct"], s["field"]), ()):
             seen += 1
             field = "%s::%s" % (s["struct"], s["field"])
             if not any(key in t and field in t for t in texts):

@@ -157,3 +157,76 @@ class Synthetic(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class EvidenceField(unittest.TestCase):
+    """A KCSAN report confirms a site only when it can be about the site's
+    field: a merged store can put the report's line one statement off
+    (the commit stores the transaction's state, then the running
+    transaction, under one lock; the report names the second line but the
+    reader waits on the state)."""
+    SRC = """void commit(struct fsi *fs, struct trans *t)
+{
+	spin_lock(&fs->lock);
+	t->state = 2;
+	fs->running = NULL;
+	spin_unlock(&fs->lock);
+	fs->last_committed = t->transid;
+	/*
+	 * a comment between two stores
+	 */
+	t->state = 3;
+}
+
+void waiter(struct fsi *fs, struct trans *t)
+{
+	wait_event(fs->wait,
+		   t->state >= 2);
+	x = 0;
+	if (x <= fs->last_committed)
+		return;
+}
+"""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        d = Path(self.tmp.name) / "fs" / "foo"
+        d.mkdir(parents=True)
+        (d / "t.c").write_text(self.SRC)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def _site(self, line, struct, field, action="WRITE_ONCE"):
+        return {"file": "fs/foo/t.c", "line": line, "struct": struct, "field": field,
+                "action": action, "tier": "paired"}
+
+    def _report(self, title, w, r):
+        return {title: {"title": title, "accesses": [
+            {"type": "write", "locs": [["fs/foo/t.c", w]]},
+            {"type": "read", "locs": [["fs/foo/t.c", r]]}]}}
+
+    def test_the_member_both_accesses_have_near_them(self):
+        from lkmm_mark import evidence
+        plan = {"target": "fs/foo", "sites": [
+            self._site(4, "trans", "state"), self._site(5, "fsi", "running"),
+            self._site(7, "fsi", "last_committed"), self._site(11, "trans", "state"),
+            self._site(16, "fsi", "wait", "none"), self._site(17, "trans", "state", "READ_ONCE"),
+            self._site(19, "fsi", "last_committed", "READ_ONCE")]}
+        reports = self._report("commit / waiter", 5, 16)
+        reports.update(self._report("commit / waiter 2", 11, 19))
+        seen = evidence.site_reports(plan, reports, self.tmp.name)
+        # the waiter's statement (lines 16-17) reads the state, which the
+        # line before the running store stores: not the running pointer
+        self.assertNotIn(("fs/foo/t.c", 5, "fsi", "running"), seen)
+        self.assertNotIn(("fs/foo/t.c", 16, "fsi", "wait"), seen)
+        # past a comment, the store of last_committed is the code line
+        # before the state's: the report is about it, not the state
+        self.assertEqual(seen[("fs/foo/t.c", 19, "fsi", "last_committed")],
+                         ["commit / waiter 2"])
+        self.assertNotIn(("fs/foo/t.c", 11, "trans", "state"), seen)
+        # without the source the comment hides the store before it, and
+        # nothing is common: the line decides
+        seen = evidence.site_reports(plan, reports)
+        self.assertIn(("fs/foo/t.c", 11, "trans", "state"), seen)
+        self.assertNotIn(("fs/foo/t.c", 5, "fsi", "running"), seen)

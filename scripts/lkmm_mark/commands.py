@@ -185,7 +185,7 @@ def get_plan(args, tree=None):
             with open(cfile) as f:
                 d = json.load(f)
             _stale_again(d, args)
-            evidence.confirm(d, evidence.results_of(tree, target=args.target))
+            evidence.confirm(d, evidence.results_of(tree, target=args.target), tree)
             return d
         A = analyse(args, tree=tree)
         d = plan_dict(A)
@@ -193,7 +193,7 @@ def get_plan(args, tree=None):
         _write_behind(cfile, d)
         # the races KCSAN saw (committed results of this kernel version):
         # not in the cached plan, which does not depend on them
-        evidence.confirm(d, evidence.results_of(tree, target=args.target))
+        evidence.confirm(d, evidence.results_of(tree, target=args.target), tree)
     finally:
         cachelock.release_fd(lock)
         if was:

@@ -93,20 +93,101 @@ def by_location(reports, target=None):
     return idx
 
 
-def confirm(plan, results=RESULTS):
-    """Sites of the plan that KCSAN saw racing: tier 'confirmed' and the
-    report's key; returns the reports used."""
-    reports = pristine_reports(results, plan.get("target"))
+def _statement_lines(tree, path, line, cache):
+    """The lines of the statement that starts at path:line (it goes on
+    while a parenthesis it opened is open), or just that line."""
+    if path not in cache:
+        try:
+            cache[path] = (Path(tree) / path).read_text(errors="replace").split("\n")
+        except OSError:
+            cache[path] = None
+    text = cache[path]
+    if not text or not 0 < line <= len(text):
+        return range(line, line + 1)
+    depth, end = 0, line
+    while end <= len(text):
+        src = text[end - 1].split("//")[0]
+        depth += src.count("(") - src.count(")")
+        if depth <= 0 or end - line > 10:
+            break
+        end += 1
+    return range(line, end + 1)
+
+
+def _near(a, plan_at, tree, cache):
+    """The struct members the plan has accesses of in the statements of
+    a report's access a (each place it gives, the inlined callers'
+    too) and on the code line either side."""
+    out = set()
+    for p, ln in a.get("locs", ()):
+        p = _norm(p, plan_at[0])
+        if p is None:
+            continue
+        lines = _statement_lines(tree, p, ln, cache) if tree is not None else [ln]
+        lo, hi = lines[0] - 1, lines[-1] + 1
+        text = cache.get(p) or []
+        # the code line either side, past blank and comment lines
+        while 0 < lo <= len(text) and lines[0] - lo < 10 and _no_code(text[lo - 1]):
+            lo -= 1
+        while 0 < hi <= len(text) and hi - lines[-1] < 10 and _no_code(text[hi - 1]):
+            hi += 1
+        for x in range(lo, hi + 1):
+            out |= plan_at[1].get((p, x), set())
+    return out
+
+
+def _no_code(line):
+    t = line.strip()
+    return not t or t.startswith(("/*", "*", "//"))
+
+
+def _same_field(r, s, plan_at, tree, cache):
+    """Report r can be a race on site s's field: the members the plan
+    has near both of its accesses (_near()) are none in common, or s's
+    among them.  A KCSAN line can be a line or two off when the
+    compiler merges stores under one lock (a commit's store of the
+    transaction's state and its store of the running transaction,
+    line after line): the member both accesses have near them is the
+    one the report is about."""
+    if len(r["accesses"]) < 2:
+        return True
+    common = _near(r["accesses"][0], plan_at, tree, cache) & \
+        _near(r["accesses"][1], plan_at, tree, cache)
+    return not common or (s["struct"], s["field"]) in common
+
+
+def site_reports(plan, reports, tree=None):
+    """{(file, line, struct, field): [report key]} of the plan's sites:
+    the reports with an access at the site's line that can be about its
+    field (_same_field(); statements read from the tree, when given)."""
     idx = by_location(reports, plan.get("target"))
+    at = {}
+    for s in plan["sites"]:
+        at.setdefault((s["file"], s["line"]), set()).add((s["struct"], s["field"]))
+    plan_at = (plan.get("target"), at)
+    cache = {}
+    out = {}
+    for s in plan["sites"]:
+        keys = [k for k in idx.get((s["file"], s["line"]), ())
+                if _same_field(reports[k], s, plan_at, tree, cache)]
+        if keys:
+            out[(s["file"], s["line"], s["struct"], s["field"])] = keys
+    return out
+
+
+def confirm(plan, results=RESULTS, tree=None):
+    """Sites of the plan that KCSAN saw racing (site_reports()): tier
+    'confirmed' and the report's key; returns the reports used."""
+    reports = pristine_reports(results, plan.get("target"))
+    seen = site_reports(plan, reports, tree)
     used = {}
     for s in plan["sites"]:
-        if s["action"] == "none" or s.get("tier") != "paired":
+        keys = seen.get((s["file"], s["line"], s["struct"], s["field"]))
+        if not keys or s["action"] == "none" or s.get("tier") != "paired":
             continue
-        keys = idx.get((s["file"], s["line"]))
-        if keys:
-            s["tier"] = "confirmed"
-            s["kcsan"] = keys[0]
-            used[keys[0]] = reports[keys[0]]
+        s["tier"] = "confirmed"
+        s["kcsan"] = keys[0]
+        used[keys[0]] = reports[keys[0]]
     return used
 
 

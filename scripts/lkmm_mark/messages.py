@@ -15,7 +15,7 @@ Reads the plan and the groups series.py made; returns text.
 import collections
 import textwrap
 
-from .evidence import by_location, trimmed
+from .evidence import site_reports, trimmed
 from .races import PHASE_TAG
 from .target import seed_citation, subsystem_of
 
@@ -75,7 +75,7 @@ def subject(g, target):
 
 # ---------------------------------------------------------------- message
 
-def message(g, plan, texts, reports, extra=None, left=()):
+def message(g, plan, texts, reports, extra=None, left=(), seen=None):
     """extra: a paragraph after what the patch does (the accessor style's);
     left: the (file, line, column) of the planned sites the series leaves
     for a human."""
@@ -89,7 +89,7 @@ def message(g, plan, texts, reports, extra=None, left=()):
         paras.append("KCSAN saw %s on the pristine kernel:\n\n%s" % (
             "this race" if len(quoted) == 1 else "these races", "\n\n".join(quoted)))
     paras += other_races(g, plan, reports, {s["kcsan"] for s in g["sites"] if s.get("kcsan")},
-                         left)
+                         left, seen)
     if g.get("parts"):
         paras.append(wrap("The fields are in one patch because they share lines "
                           "that get a data_race() (checkpatch wants its comment "
@@ -188,7 +188,7 @@ def kcsan_quotes(g, reports):
     return [trimmed(reports[k]) for k in keys]
 
 
-def other_races(g, plan, reports, quoted, left=()):
+def other_races(g, plan, reports, quoted, left=(), seen=None):
     """The other races KCSAN saw on the pristine kernel at a site of one of
     the patch's fields, so that every race seen on a marked field is in its
     patch: one at a read-modify-write no mark fixes (a lost update: it
@@ -196,15 +196,18 @@ def other_races(g, plan, reports, quoted, left=()):
     it), quoted and said to be left alone; the rest listed by title, with
     the site and what the patch does there.  quoted: the report keys the
     message quotes already (it gains those quoted here); left: as for
-    message()."""
+    message(); seen: evidence.site_reports() of the plan (computed
+    without the tree's statements when not given)."""
     fields = set(g["fields"])
     at = {}
     for s in plan["sites"]:
         if "%s.%s" % (s["struct"], s["field"]) in fields and not s["test_code"]:
             at.setdefault((s["file"], s["line"]), []).append(s)
+    if seen is None:
+        seen = site_reports(plan, reports)
     found = sorted((s["rule"] != "lost-update", loc, i, k)
-                   for loc, keys in by_location(reports, plan["target"]).items()
-                   for i, s in enumerate(at.get(loc, ())) for k in keys)
+                   for loc, sites in at.items() for i, s in enumerate(sites)
+                   for k in seen.get(loc + (s["struct"], s["field"]), ()))
     out, listed = [], []
     for _, loc, i, k in found:
         if k in quoted:

@@ -188,6 +188,7 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
     texts = rule_texts(policies_dir)
     reports = evidence.pristine_reports(evidence.results_of(tree, target=plan["target"]),
                                        target=plan["target"])
+    seen = evidence.site_reports(plan, reports, tree)
     sites = select_sites(plan)
     edits, applied, skipped = compute_edits(tree, sites, comments)
     groups = group_sites(plan, sites, applied)
@@ -218,7 +219,7 @@ def write_series(tree, plan, args, out_dir, policies_dir=None, run_checkpatch=Tr
             _write_group(repo, g, edits, done, H)
             extra = helpertext.patch_text(g, H, plan["target"]) if H else None
             msg = subject(g, plan["target"]) + "\n\n" + \
-                message(g, plan, texts, reports, extra, left=skipped) + \
+                message(g, plan, texts, reports, extra, left=skipped, seen=seen) + \
                 "\n\nSigned-off-by: %s <%s>\n" % (name, mail)
             _git(repo, "add", "-A", env=env)
             r = subprocess.run(["git", "-C", str(repo), "commit", "-q", "-F", "-"],
