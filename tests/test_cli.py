@@ -121,6 +121,8 @@ class CliErrors(unittest.TestCase):
                  '"hands_over": "s"}]}', "hands_over must be"),
                 ('{"ops_entry_locks": [{"member": "unlink", "lock": "inode.i_rwsem"}]}',
                  "without 'mode'"),
+                ('{"ops_entry_locks": [{"member": "freeze_fs", "lock": "s.w", "mode": "read", '
+                 '"reason": "r", "also": [{"lock": "s.u"}]}]}', "each lock needs a name and a mode"),
                 ('{"param_locks": [{"struct": "h", "lock": "h.l", "mode": "read", '
                  '"reason": "r", "weak_sources": "f"}]}', "weak_sources must be"),
                 ('{"lock_functions": [{"name": "spin_lock", "op": "release"}]}',

@@ -464,6 +464,50 @@ class DeclaredProtocols(unittest.TestCase):
         finally:
             contexts.Contexts.handed_states, contexts._config_clash = orig, clash
 
+    def test_freeze_protection(self):
+        """Write access to a mount (mnt_want_write_file()) keeps a store
+        from ->freeze_fs, which the VFS enters with the freeze protection
+        and s_umount held for write (kernel.json, with "also"); a method
+        the target also calls directly, without them, holds neither."""
+        def no_freeze(P):
+            P.ops_entry_locks.pop("freeze_fs")
+
+        def no_also(P):
+            spec = dict(P.ops_entry_locks["freeze_fs"])
+            spec.pop("also")
+            P.ops_entry_locks["freeze_fs"] = spec
+        got = self.marks("freeze_protection")
+        self.assertNotIn(("foo_freeze", "dirty"), got)
+        self.assertEqual(got[("foo_opts_show", "opts")], "READ_ONCE")
+        A = analyse_fixture(FIXTURES / "freeze_protection", tweak=no_freeze)
+        marks = {(a.fn, a.field): a.action for a in A.accesses if a.action != "none"}
+        self.assertEqual(marks[("foo_freeze", "dirty")], "READ_ONCE")
+        # without s_umount, the freeze's load of opts is no evidence the
+        # field is shared: the remount's lock looks like another struct's
+        A = analyse_fixture(FIXTURES / "freeze_protection", tweak=no_also)
+        self.assertNotIn("READ_ONCE", {a.action for a in A.accesses if a.field == "opts"})
+        A, _ = analyse_edited(self, "freeze_protection", "super.c", "u64 foo_opts_show(",
+                              "long foo_sync(struct super_block *sb)\n{\n\treturn "
+                              "foo_freeze(sb);\n}\n\nu64 foo_opts_show(")
+        marks = {(a.fn, a.field): a.action for a in A.accesses if a.action != "none"}
+        self.assertEqual(marks[("foo_freeze", "dirty")], "READ_ONCE")
+
+    def test_context_named_by_an_entry_that_can_race(self):
+        """The entry point that names a context is not one entered with a
+        lock that excludes the other side of the pair."""
+        from lkmm_mark import contexts
+        A = analyse_fixture(FIXTURES / "context_head")
+        (st,) = [a for a in A.accesses if a.fn == "walk" and a.action != "none"]
+        self.assertTrue(st.contexts[0].startswith("foo_thread()"), st.contexts)
+        orig = contexts.Contexts._entry_excludes
+        try:
+            contexts.Contexts._entry_excludes = lambda self, name, avoid: False
+            A = analyse_fixture(FIXTURES / "context_head")
+        finally:
+            contexts.Contexts._entry_excludes = orig
+        (st,) = [a for a in A.accesses if a.fn == "walk" and a.action != "none"]
+        self.assertTrue(st.contexts[0].startswith("foo_freeze()"), st.contexts)
+
     def test_state_guards(self):
         keep = '{"lock_functions": %s}' % json.dumps(json.loads(
             (FIXTURES / "state_guard" / "policies.json").read_text())["lock_functions"])

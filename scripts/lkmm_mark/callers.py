@@ -73,6 +73,12 @@ class Callers:
         # except for the states of guards.py, which hold whatever object
         # a caller passes.
         entry = self._fixed_point(self._shared_sites(), annot, None)
+        unheld = self._unheld_ops_locks(ops_entry, entry)
+        if unheld:
+            for key, names in unheld.items():
+                for n in names:
+                    annot[key].pop(n, None)
+            entry = self._fixed_point(self._shared_sites(), annot, None)
         every = {key: self.sites_of(fn) for key, fn in self.src.funcs.items()
                  if fn.name not in self.addr_taken and fn.name not in self.macro_used
                  and self.sites_of(fn)}
@@ -81,6 +87,32 @@ class Callers:
             for n, how in held.items():
                 entry[key].setdefault(n, how)
         self.entry = entry
+
+    def _unheld_ops_locks(self, ops_entry, entry):
+        """{function key: the locks of its ops_entry_locks that a call
+        the target makes to it does not hold}: the method is also called
+        directly, by name, by a caller that does not hold what the VFS
+        holds around the method (a file system's sync_fs method called
+        by its own ioctl)."""
+        out = {}
+        clocks = list(self.P.container_locks.values())
+        for name, regs in ops_entry.items():
+            for fn in self.src.by_name.get(name, ()):
+                # calls by its name (a call of the member, '->op(...)',
+                # is the call the fact speaks of)
+                sites = [x for x in self.sites_of(fn)
+                         if self.src.toks[x[0].file][x[2] - 1].text not in ("->", ".")]
+                if not sites:
+                    continue
+                common = _held_by_all(sites, entry, clocks)
+                common = set() if common is _TOP else common
+                for member, _, _ in regs:
+                    spec = self.P.ops_entry_locks[member]
+                    for lk in [spec] + list(spec.get("also", ())):
+                        n = mode_name(lk["lock"], lk)
+                        if n not in common and not (n.endswith(":r") and n[:-2] in common):
+                            out.setdefault((fn.file, fn.name), set()).add(n)
+        return out
 
     def _fixed_point(self, sites_of, annot, keep):
         """{function key: locks it is entered with}: its own (annot) and
@@ -158,11 +190,14 @@ class Callers:
         if self.P.param_locks:
             for name, how in self._param_held(fn).items():
                 held.setdefault(name, how)
+        # (when the target also calls fn itself, entry_locks() keeps
+        # only those its callers hold too: _unheld_ops_locks())
         for member, f, line in ops_entry.get(fn.name, ()):
             spec = self.P.ops_entry_locks[member]
-            held.setdefault(mode_name(spec["lock"], spec), How(
-                "held by the caller of ->%s (.%s = %s at %s:%d; %s)" % (
-                    member, member, fn.name, _short(f), line, spec["reason"]), fn.line))
+            for lk in [spec] + list(spec.get("also", ())):
+                held.setdefault(mode_name(lk["lock"], lk), How(
+                    "held by the caller of ->%s (.%s = %s at %s:%d; %s)" % (
+                        member, member, fn.name, _short(f), line, spec["reason"]), fn.line))
         return held
 
     def _shared_sites(self):

@@ -73,11 +73,16 @@ class Contexts:
             out = self._sites[key] = frozenset(out)
         return out
 
-    def context_of(self, name):
-        """The nearest entry point above function name, as one phrase."""
+    def context_of(self, name, avoid=frozenset()):
+        """The nearest entry point above function name, as one phrase;
+        avoid: the lockset of the other side of a racing pair, which an
+        entry point entered with a lock that excludes it cannot race
+        with (the VFS freezing the file system, against an ioctl that
+        holds write access), unless no other is found."""
         memo = self.__dict__.setdefault("_ctxname", {})
-        if name in memo:
-            return memo[name]
+        avoid = frozenset(avoid)
+        if (name, avoid) in memo:
+            return memo[(name, avoid)]
         entries = self.entry_points()
         prev = {name: None}
         todo = collections.deque([name])
@@ -85,7 +90,8 @@ class Contexts:
         while todo and found is None:
             x = todo.popleft()
             callers = self._callers_of(x)
-            if x in entries and x != name and self._is_teardown(x):
+            if x in entries and x != name and (self._is_teardown(x) or
+                                               self._entry_excludes(x, avoid)):
                 # a live context names the race better than a teardown
                 fallback = fallback or x
                 continue
@@ -97,8 +103,18 @@ class Contexts:
                     prev[y] = x
                     todo.append(y)
         found = found or fallback
-        memo[name] = _describe(found, prev, entries) if found else "%s()" % name
-        return memo[name]
+        memo[(name, avoid)] = _describe(found, prev, entries) if found else "%s()" % name
+        return memo[(name, avoid)]
+
+    def _entry_excludes(self, name, avoid):
+        """Entry point name is entered with a lock that excludes lockset
+        avoid."""
+        if not avoid:
+            return False
+        fns = self.src.by_name.get(name, ())
+        return bool(fns) and all(
+            _excluding(frozenset(self.entry.get((f.file, f.name), ())), avoid) is not None
+            for f in fns)
 
     def _is_teardown(self, entry):
         """entry is a teardown method (policies/ 'teardown_ops')."""
@@ -235,17 +251,18 @@ class Contexts:
             out |= {h for h in held if h in (c["name"], c["name"] + ":r")}
         return out
 
-    def racing_chains(self, a, b):
+    def racing_chains(self, a, b, locksets=False):
         """The call chains of a pair of calling contexts of a and b that
         share no excluding lock (the first, outermost entry first), or
-        None."""
+        None; with locksets, (lockset, chain) of each."""
         first = None
         for x, cx in self.lockset_chains(a):
             for y, cy in self.lockset_chains(b):
                 if _excluding(x, y) is None:
+                    got = ((x, cx), (y, cy)) if locksets else (cx, cy)
                     if not self.teardown_chain(cx) and not self.teardown_chain(cy):
-                        return cx, cy
-                    first = first or (cx, cy)
+                        return got
+                    first = first or got
         return first
 
     def teardown_chain(self, chain):
@@ -254,11 +271,12 @@ class Contexts:
         head = self.context_of(chain[0]).split("(", 1)[0]
         return self._is_teardown(head)
 
-    def describe_chain(self, chain):
+    def describe_chain(self, chain, avoid=frozenset()):
         """A calling context as one phrase: the nearest entry point above
-        the chain's outermost function, then the chain ('x() as ->m
-        (file:line) -> f() -> ... -> g()'), the middle elided past four."""
-        head = self.context_of(chain[0])
+        the chain's outermost function (not one that excludes lockset
+        avoid: context_of()), then the chain ('x() as ->m (file:line) ->
+        f() -> ... -> g()'), the middle elided past four."""
+        head = self.context_of(chain[0], avoid)
         below = (head.rsplit(" -> ", 1)[-1] if " -> " in head else head).split("(", 1)[0]
         if below == chain[0]:
             rest = list(chain[1:])

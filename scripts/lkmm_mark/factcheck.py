@@ -51,7 +51,7 @@ NAMES = {
     "non_calling_macros": [("", "id")], "link_removal_functions": [("", "id")],
     "link_test_functions": [("", "id")], "initialisers": [("", "id")],
     "ops_contexts": [("member", "id")],
-    "ops_entry_locks": [("member", "id"), ("lock", "lock")],
+    "ops_entry_locks": [("member", "id"), ("lock", "lock"), ("also.0.lock", "lock"), ("also.1.lock", "lock")],
     "container_accessors": [("name", "id"), ("struct", "struct")],
     "param_locks": [("struct", "struct"), ("lock", "lock"), ("weak_sources", "id"),
                     ("pin.lock", "lock")],

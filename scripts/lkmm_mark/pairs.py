@@ -83,9 +83,12 @@ class Pairs:
 
     def _paired(self, a, b):
         a.tier, a.pair = PAIRED, b
-        chains = self.racing_chains(a, b)
-        a.contexts = (self.describe_chain(chains[0]), self.describe_chain(chains[1])) \
-            if chains else (self.context_of(a.fn), self.context_of(b.fn))
+        chains = self.racing_chains(a, b, locksets=True)
+        if chains:
+            (x, cx), (y, cy) = chains
+            a.contexts = (self.describe_chain(cx, y), self.describe_chain(cy, x))
+        else:
+            a.contexts = (self.context_of(a.fn), self.context_of(b.fn))
         a.reason = self._pair_reason(a, b)
 
     def _second_look(self, a, cands):

@@ -251,8 +251,11 @@ def _contexts(P, f, entries):
 def _ops_entry_locks(P, f, entries):
     for c in entries:
         _need(f, c, ("member", "lock", "mode", "reason"), "ops_entry_locks")
-        if c["mode"] not in ("read", "exclusive"):
-            raise _err(f, "ops entry lock %s: mode must be read or exclusive", c["member"])
+        for lk in [c] + list(c.get("also") or ()):
+            if not (isinstance(lk, dict) and isinstance(lk.get("lock"), str)
+                    and lk.get("mode") in ("read", "exclusive")):
+                raise _err(f, "ops entry lock %s: each lock needs a name and a mode, "
+                           "read or exclusive", c["member"])
         P.ops_entry_locks[c["member"]] = c
 
 
