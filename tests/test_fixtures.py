@@ -491,6 +491,16 @@ class DeclaredProtocols(unittest.TestCase):
                               "foo_freeze(sb);\n}\n\nu64 foo_opts_show(")
         marks = {(a.fn, a.field): a.action for a in A.accesses if a.action != "none"}
         self.assertEqual(marks[("foo_freeze", "dirty")], "READ_ONCE")
+        # foo_mount_rw()'s '&mnt->mnt_sb->s_umount' is the super block's
+        # s_umount the facts name: without that, the remount method
+        # would lose the lock and the opts pair with it
+        from lkmm_mark import accesses
+        orig = accesses.Accesses._member_lock
+        try:
+            accesses.Accesses._member_lock = lambda self, m: "?." + m
+            self.assertNotIn(("foo_opts_show", "opts"), self.marks("freeze_protection"))
+        finally:
+            accesses.Accesses._member_lock = orig
 
     def test_context_named_by_an_entry_that_can_race(self):
         """The entry point that names a context is not one entered with a

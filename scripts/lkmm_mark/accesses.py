@@ -9,6 +9,8 @@ it), .not_analysed (functions spatch could not parse) and
 .test_prefixes.  A field whose struct is not resolved here (struct None)
 ends as 'unknown-type' in exclusions.py.
 """
+import collections
+
 from . import csrc, kinds as kinds_mod
 from .source import Access
 from .tokutil import _scan_decls
@@ -219,11 +221,32 @@ class Accesses:
         first, last = toks[a], toks[b - 1]
         r = self.by_range.get((file, last.line, last.ecol))
         if r is not None:
-            return "%s.%s" % (r.struct or "?", r.field)
+            return "%s.%s" % (r.struct, r.field) if r.struct else self._member_lock(r.field)
         text = "".join(t.text for t in toks[a:b])
         if "->" in text or "." in text:
-            return "?." + text.replace("->", ".").split(".")[-1]
+            return self._member_lock(text.replace("->", ".").split(".")[-1])
         return text
+
+    def _member_lock(self, member):
+        """'?.member', a lock member of a struct the target does not
+        define, or the one lock the facts name with that member
+        ('down_write(&mnt->mnt_sb->s_umount)': super_block.s_umount)."""
+        c = self.__dict__.get("_memberlocks")
+        if c is None:
+            names = set(self.P.pseudo_locks)
+            for spec in list(self.P.ops_entry_locks.values()) + list(self.P.param_locks.values()):
+                names.update(x["lock"] for x in [spec] + list(spec.get("also") or ()))
+            for specs in self.P.lockfns.values():
+                for spec in specs if isinstance(specs, list) else [specs]:
+                    if isinstance(spec.get("lock"), str):
+                        names.add(spec["lock"])
+            by = collections.defaultdict(set)
+            for n in names:
+                st, _, m = n.partition(".")
+                if m and "." not in m and self.src.structs.get(st) is None:
+                    by[m].add(n)
+            c = self._memberlocks = {m: next(iter(v)) for m, v in by.items() if len(v) == 1}
+        return c.get(member, "?." + member)
 
     def _lock_ptr_locks(self):
         c = self.__dict__.get("_lockptrs")
