@@ -205,6 +205,11 @@ class RewriteFixtures(unittest.TestCase):
     def test_rewrite_forms(self):
         self.check("rewrite_forms")
 
+    def test_double_fetch_left_for_a_human(self):
+        """The loads of a double fetch get no mark: a READ_ONCE() on each
+        would not make them one load (the cover letter's fix)."""
+        self.check("double_fetch")
+
     def test_swap_arguments_left_for_a_human(self):
         """swap(a->f, b->f) assigns both: no READ_ONCE() around them (the
         verify of an ext4 series failed to build on one); they are listed

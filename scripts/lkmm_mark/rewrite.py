@@ -49,10 +49,15 @@ def select_sites(plan):
     sites = [s for s in plan["sites"] if not s["test_code"]]
     unlocked_w = {(s["file"], s["function"], s["struct"], s["field"])
                   for s in sites if s["rule"] == "unlocked-write"}
+    # the loads of a double fetch: a mark on each does not make them one
+    # (the cover letter gives the fix, one load into a local)
+    fetches = {(d["file"], x["line"], x["column"]) for d in plan.get("double_fetches", ())
+               for x in [d] + list(d.get("again", ()))}
     out = []
     for s in sites:
         if s["action"] != "none":
-            out.append(s)
+            out.append(dict(s, double_fetch=True)
+                       if (s["file"], s["line"], s["column"]) in fetches else s)
         elif s["rule"] == "owner-read":
             s = dict(s, comment=(s["file"], s["function"], s["struct"], s["field"])
                      in unlocked_w)
@@ -436,6 +441,9 @@ def plan_file_edits(src, sites, comments, toks=None, at=None, locals_=True,
     for s in sorted(sites, key=lambda s: (s["line"], s["column"])):
         key = (s["file"], s["line"], s["column"])
         try:
+            if s.get("double_fetch"):
+                raise Skip("a load of a double fetch: a mark on each load does not make "
+                           "them one; the fix is one load into a local (cover letter)")
             if "BUG_ON(" in S.line_text(s["line"]) or "BUG(" in S.line_text(s["line"]):
                 # checkpatch warns (AVOID_BUG) on every added BUG_ON line
                 raise Skip("on a BUG_ON() line (checkpatch AVOID_BUG)")
