@@ -19,7 +19,8 @@ PACKAGE = "lkmm_mark"
 ANALYSIS = ["analysis", "source", "tokutil", "accesses", "syntax", "scan", "callgraph",
             "callers", "escapes", "private", "unpublished", "detach", "owners",
             "exclusions", "protection", "races", "verdicts", "accessors", "contexts",
-            "pairs", "guards", "doublefetch", "twostep", "flagargs", "instances", "variants"]
+            "pairs", "guards", "doublefetch", "twostep", "flagargs", "instances", "variants",
+            "opsentry"]
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 

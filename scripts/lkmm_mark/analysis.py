@@ -47,6 +47,7 @@ from .exclusions import Exclusions
 from .flagargs import FlagArgs
 from .instances import Instances
 from .locks import declare_exclusions
+from .opsentry import OpsEntry
 from .variants import Variants
 from .owners import Owners
 from .pairs import Pairs
@@ -63,9 +64,9 @@ from .verdicts import Verdicts
 __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 
-class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, Callers, Escapes,
-               Private, Detach, Unpublished, Owners, Exclusions, Protection, Races, Verdicts,
-               Contexts, Variants, Instances, Pairs, DoubleFetch, TwoStep):
+class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, OpsEntry, Callers,
+               Escapes, Private, Detach, Unpublished, Owners, Exclusions, Protection, Races,
+               Verdicts, Contexts, Variants, Instances, Pairs, DoubleFetch, TwoStep):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")
