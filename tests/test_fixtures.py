@@ -502,6 +502,22 @@ class DeclaredProtocols(unittest.TestCase):
         finally:
             accesses.Accesses._member_lock = orig
 
+    def test_message_arguments_and_output(self):
+        """The arguments after a format string are a message, except those
+        of a call whose output the user reads (kernel.json output_calls)."""
+        got = self.marks("message_args")
+        self.assertEqual(got[("report_fail", "id")], "data_race")
+        self.assertEqual(got[("show_id", "id")], "READ_ONCE")
+        self.assertEqual(got[("check_state", "state")], "data_race")
+        self.assertEqual(got[("use_state", "state")], "READ_ONCE")
+
+        def no_output(P):
+            P.output_calls = set()
+        A = analyse_fixture(FIXTURES / "message_args", tweak=no_output)
+        (a,) = [a for a in A.accesses if a.fn == "show_id" and a.field == "id"]
+        self.assertEqual(a.action, "data_race")
+        self.assertIn("the message of sysfs_emit()", a.reason + a.lockset_reason)
+
     def test_context_named_by_an_entry_that_can_race(self):
         """The entry point that names a context is not one entered with a
         lock that excludes the other side of the pair."""

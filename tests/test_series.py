@@ -205,6 +205,12 @@ class RewriteFixtures(unittest.TestCase):
     def test_rewrite_forms(self):
         self.check("rewrite_forms")
 
+    def test_message_and_assertion_guard(self):
+        """A load after a format string, or in the condition of an 'if'
+        whose body is one assertion, gets data_race() and the comment of
+        that use; sysfs_emit()'s output is data (READ_ONCE())."""
+        self.check("message_args")
+
     def test_double_fetch_left_for_a_human(self):
         """The loads of a double fetch get no mark: a READ_ONCE() on each
         would not make them one load (the cover letter's fix)."""

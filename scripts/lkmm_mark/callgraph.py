@@ -62,13 +62,17 @@ class CallGraph:
         self.calls = collections.defaultdict(list)     # callee -> [(caller Function, State)]
         self._sites = {}                               # sites_of() cache, reset with calls
         self._want = {}
+        # an 'if' whose body is one assertion: its condition is diagnostic
+        guarded = set(self.P.assertions) | {n for n, spec in self.P.lockfns.items()
+                                            if _asserts(spec)}
         for key, fn in self.src.funcs.items():
             f = fn.file
             toks = self.src.toks[f]
             want = self._want[key] = {a.tok for a in by_func.get(key, ())}
             res = self._flow(fn, want, State())
             self.flows[key] = res
-            ctx = call_context(toks, fn.body_start, fn.body_end + 1)
+            ctx = call_context(toks, fn.body_start, fn.body_end + 1, self.P.output_calls,
+                               guarded)
             for a in by_func.get(key, ()):
                 a.ctx = ctx.get(a.tok, ())
             for (k, callee, st) in res.calls:
@@ -495,3 +499,8 @@ class CallGraph:
         if toks[k - 1].text == "." and toks[k - 2].text == var:
             return (toks[k].text,)
         return ()
+
+
+def _asserts(spec):
+    """A lock function entry (or its variants) that asserts a lock."""
+    return any(x.get("op") == "assert" for x in (spec if isinstance(spec, list) else [spec]))

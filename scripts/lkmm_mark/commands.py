@@ -380,7 +380,7 @@ def plan_dict(A):
             # the rewrite may load the value into a local of this type
             m = A.src.structs.get(a.struct, {}).get(a.field)
             d["field_type"] = m.type if m is not None and not m.array else None
-    annotate_rewrite(A.tree, sites, A.src)
+    annotate_rewrite(A.tree, sites, A.src, A.double_fetches)
     fields = {}
     for k, v in sorted(A.fields.items()):
         d = dict(v)
@@ -398,14 +398,14 @@ def plan_dict(A):
                              for f, l, n, why in A.not_analysed]}
 
 
-def annotate_rewrite(tree, sites, src=None):
+def annotate_rewrite(tree, sites, src=None, double_fetches=()):
     """Each planned site gets "rewrite": null when the rewrite (series and
     cocci patch mode) handles it, or why it is left for a human (a store
     inside an expression, a BUG_ON() line, a line that would pass 100
-    columns); "nested": true marks a load whose base is itself rewritten
+    columns, a load of a double fetch); "nested": true marks a load whose base is itself rewritten
     (READ_ONCE(READ_ONCE(a->b)->c)), which only the series rewriter does."""
     from . import rewrite
-    planned = rewrite.select_sites({"sites": sites})
+    planned = rewrite.select_sites({"sites": sites, "double_fetches": double_fetches})
     byf = {}
     for s in planned:
         byf.setdefault(s["file"], []).append(s)

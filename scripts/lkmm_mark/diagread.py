@@ -60,10 +60,56 @@ def use_text(S, j, st, comments):
                 u = use_of(uses, S.txt(k - 1), arg)
                 if u:
                     return u["text"]
+                if _after_format(S, k, j):
+                    # an argument after the format string of any call
+                    # (locks.call_context())
+                    u = _use_named(uses, "message")
+                    if u:
+                        return u["text"]
             arg = 0
         elif x == "," and not depth:
             arg += 1
+    g = _guarded_assertion(S, st, j)
+    if g:
+        # the condition of an 'if' whose body is one assertion
+        u = use_of(uses, g, 0)
+        if u:
+            return u["text"]
     return comments.get("diagnostic-read")
+
+
+def _use_named(uses, use):
+    return next((u for u in uses if u.get("use") == use and "argument" not in u), None)
+
+
+def _after_format(S, o, j):
+    """A string with a '%' is a whole argument of the call opening at
+    S.toks[o], before the one token j is in."""
+    depth = 0
+    for k in range(o + 1, j):
+        x = S.txt(k)
+        if x in ("(", "["):
+            depth += 1
+        elif x in (")", "]"):
+            depth -= 1
+        elif not depth and S.toks[k].kind == "str" and "%" in x:
+            return True
+    return False
+
+
+def _guarded_assertion(S, st, j):
+    """The call that is the whole body of the 'if' at st when token j is
+    in its condition, else None."""
+    if S.txt(st) != "if" or S.txt(st + 1) != "(":
+        return None
+    n = len(S.toks)
+    c = csrc.match_paren(S.toks, st + 1)
+    if not st + 1 < j < c < n - 2 or S.toks[c + 1].kind != "id" or S.txt(c + 2) != "(":
+        return None
+    e = csrc.match_paren(S.toks, c + 2)
+    if e >= n - 2 or S.txt(e + 1) != ";" or S.txt(e + 2) == "else":
+        return None
+    return S.txt(c + 1)
 
 
 def use_of(uses, name, arg):

@@ -36,6 +36,7 @@ NAMES = {
     "lock_functions": [("name", "id"), ("lock", "lock"), ("when_field.1", "field"),
                        ("when_mentions.1", "field"), ("when_arg.1", "id")],
     "diagnostic_calls": [("", "id")], "assertion_calls": [("", "id")],
+    "output_calls": [("", "id")],
     "state_assertions": [("call", "id")], "work_items": [("call", "id")],
     "variants": [("field", "field"), ("lookups.0.call", "id"), ("lookups.1.call", "id")],
     "allocators": [("", "id")], "freers": [("", "id")],

@@ -785,22 +785,63 @@ def groups_exclude(n, y):
     return None
 
 
-def call_context(toks, lo, hi):
+MESSAGE, GUARD = ":message", ":guard"
+
+
+def call_context(toks, lo, hi, output=frozenset(), guarded=frozenset()):
     """For every token index in lo..hi, the callee names of the enclosing
-    parentheses, innermost last ('if', 'while' and friends included)."""
+    parentheses, innermost last ('if', 'while' and friends included).
+    An argument after a format string ('"...%llu..."') of a call not in
+    output (a buffer or a file the user reads: sysfs_emit(), seq_printf())
+    also gets 'f:message' after the callee f: its value only goes into a
+    message.  The condition of an 'if' whose whole body is one call of
+    guarded (an assertion: 'if (x->state != S) lockdep_assert_held(L);')
+    gets 'g:guard' after the 'if': its value only decides whether the
+    assertion runs."""
     ctx = {}
-    stack = []
+    stack = []          # [name, extra names, format seen at this depth]
     for k in range(lo, hi):
         x = toks[k].text
         if x == "(":
             prev = toks[k - 1] if k > lo else None
-            stack.append(prev.text if prev is not None and prev.kind == "id" else "")
+            name = prev.text if prev is not None and prev.kind == "id" else ""
+            g = _guarded_if(toks, k, hi, guarded) if name == "if" and guarded else None
+            stack.append([name, (g + GUARD,) if g else (), False])
         elif x == ")":
             if stack:
                 stack.pop()
         elif x in ("{", "}", ";"):
             # statement expressions and blocks reset nothing: keep the stack
             pass
+        elif stack and toks[k].kind == "str" and "%" in x and stack[-1][0] and \
+                stack[-1][0] not in output and stack[-1][0] not in KEYWORDS:
+            stack[-1][2] = True
+        elif x == "," and stack and stack[-1][2] and not stack[-1][1]:
+            stack[-1][1] = (stack[-1][0] + MESSAGE,)
         if stack:
-            ctx[k] = tuple(stack)
+            ctx[k] = tuple(n for e in stack for n in (e[0],) + e[1])
     return ctx
+
+
+def _guarded_if(toks, o, hi, guarded):
+    """The assertion g when the 'if' whose condition opens at toks[o] has
+    a body of one statement, 'g(...);' with g in guarded, and no else."""
+    d, c = 0, o
+    while c < hi:
+        d += {"(": 1, ")": -1}.get(toks[c].text, 0)
+        if d == 0:
+            break
+        c += 1
+    b = c + 1
+    if b + 1 >= hi or toks[b].kind != "id" or toks[b].text not in guarded or \
+            toks[b + 1].text != "(":
+        return None
+    d, e = 0, b + 1
+    while e < hi:
+        d += {"(": 1, ")": -1}.get(toks[e].text, 0)
+        if d == 0:
+            break
+        e += 1
+    if e + 2 < hi and toks[e + 1].text == ";" and toks[e + 2].text != "else":
+        return toks[b].text
+    return None

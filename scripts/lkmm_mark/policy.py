@@ -26,7 +26,7 @@ SCHEMA = {
     "assertion_calls": list, "new_object_flags": list, "ops_entry_locks": list,
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
     "state_assertions": list, "variants": list, "work_items": list, "default_target": str, "seed": str,
-    "replaces": list, "initialisers": list, "data_locks": list,
+    "replaces": list, "initialisers": list, "data_locks": list, "output_calls": list,
 }
 
 
@@ -51,6 +51,7 @@ class Policies:
         self.container_locks = {}  # struct -> spec: entries protected by their container's lock
         self.data_locks = []       # {member_types, lock, reason}: on-disk format data and its lock
         self.phases = []           # {struct, before, after, reason}: one object's life-cycle order
+        self.output_calls = set()  # format calls whose output the user reads (not a message)
         self.pseudo_locks = {}     # name -> {name, struct, reason}: a protocol that acts as a lock
         self.guards = []           # {field or call, reason, implies}: a state a test splits (guards.py)
         self.state_assertions = []  # {call, holds, reason}: an assertion of a guard's state
@@ -83,7 +84,17 @@ class Policies:
         return fn in self.lifecycle or any(r.search(fn) for r in self.lifecycle_re)
 
     def is_diag(self, name):
-        return name in self.diag_calls or any(name.startswith(p) for p in self.diag_prefixes)
+        return name in self.diag_calls or any(name.startswith(p) for p in self.diag_prefixes) \
+            or name.endswith((":message", ":guard"))
+
+    @staticmethod
+    def diag_phrase(name):
+        """How a reason names the diagnostic use (locks.call_context())."""
+        if name.endswith(":message"):
+            return "the message of %s()" % name[:-len(":message")]
+        if name.endswith(":guard"):
+            return "the test that decides whether %s() runs" % name[:-len(":guard")]
+        return "%s()" % name
 
 
 def _read(path):
@@ -480,6 +491,7 @@ def _rules(P, f, entries):
 _LOADERS = {
     "lock_functions": _lock_functions,
     "diagnostic_calls": _updated("diag_calls"),
+    "output_calls": _updated("output_calls"),
     "diagnostic_prefixes": _extended("diag_prefixes"),
     "assertion_calls": _updated("assertions"),
     "allocators": _updated("allocators"),

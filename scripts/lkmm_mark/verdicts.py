@@ -228,9 +228,10 @@ class Verdicts:
             return
         if diag:
             a.action, a.rule = "data_race", "diagnostic-read"
-            a.reason = "%s is %s; read without it only for %s() here" % (
-                name, ev if lk else "shared (" + ev + ")", diag[-1]) if lk else \
-                "%s: %s; read only for %s() here" % (name, ev, diag[-1])
+            use = self.P.diag_phrase(diag[-1])
+            a.reason = "%s is %s; read without it only for %s here" % (
+                name, ev if lk else "shared (" + ev + ")", use) if lk else \
+                "%s: %s; read only for %s here" % (name, ev, use)
             return
         a.action, a.rule = "READ_ONCE", "unlocked-read"
         if lk:
