@@ -518,6 +518,19 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertEqual(a.action, "data_race")
         self.assertIn("the message of sysfs_emit()", a.reason + a.lockset_reason)
 
+    def test_self_test_calls_are_no_context(self):
+        """A call from the self-tests (test_dirs) adds no calling context
+        and takes no lock away from the entry locks of its callee."""
+        from lkmm_mark import callgraph
+        self.assertEqual(self.marks("test_callers"), {})
+        orig = callgraph.CallGraph.live_sites
+        try:
+            callgraph.CallGraph.live_sites = lambda self, sites: sites
+            got = self.marks("test_callers")
+        finally:
+            callgraph.CallGraph.live_sites = orig
+        self.assertEqual(got[("read_count", "count")], "READ_ONCE")
+
     def test_context_named_by_an_entry_that_can_race(self):
         """The entry point that names a context is not one entered with a
         lock that excludes the other side of the pair."""

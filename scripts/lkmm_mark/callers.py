@@ -160,7 +160,7 @@ class Callers:
         for key, fn in self.src.funcs.items():
             if fn.name in addr_taken or fn.name in self.macro_used:
                 continue
-            sites = self.sites_of(fn)
+            sites = self.live_sites(self.sites_of(fn))
             if sites:
                 shared_sites[key] = self.without_private(sites)
         return shared_sites
@@ -280,7 +280,7 @@ class Callers:
                 for n, p in ps.items():
                     if (key, p) in maybe and (key, p) in weak and (key, p) in null:
                         continue
-                    for (caller, st, k) in self.sites_of(fn):
+                    for (caller, st, k) in self.live_sites(self.sites_of(fn)):
                         x = self._arg_token(caller, k, n)
                         ck = ((caller.file, caller.name), x)
                         is_weak = x in weak_locals.get((caller.file, caller.name), ()) or \

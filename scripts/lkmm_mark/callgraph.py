@@ -125,6 +125,13 @@ class CallGraph:
     def _is_test_file(self, f):
         return any(f.startswith(t) for t in self.test_prefixes)
 
+    def live_sites(self, sites):
+        """sites less the calls from test code (self-tests run at module
+        load, before any mount: beside nothing), or all of them when every
+        one is."""
+        live = [s for s in sites if not self._is_test_file(s[0].file)]
+        return live or sites
+
     def sites_of(self, fn):
         """Call sites of fn by name: a static function outside a header is
         called from its own file only (and through the ops tables it is

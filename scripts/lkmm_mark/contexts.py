@@ -157,7 +157,7 @@ class Contexts:
             return None
         if sites is None:
             sites = self.sites_of(fn)
-        sites = self.without_private(sites)
+        sites = self.without_private(self.live_sites(sites))
         # a call from init or teardown (exclusions.py: the life-cycle
         # functions) is a context in which nothing else runs: it races
         # with no other, so it adds no lockset the others must exclude
