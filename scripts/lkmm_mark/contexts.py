@@ -79,6 +79,13 @@ class Contexts:
         entry point entered with a lock that excludes it cannot race
         with (the VFS freezing the file system, against an ioctl that
         holds write access), unless no other is found."""
+        found, prev = self._head_of(name, avoid)
+        entries = self.entry_points()
+        return _describe(found, prev, entries) if found else "%s()" % name
+
+    def _head_of(self, name, avoid=frozenset()):
+        """context_of()'s entry point above name (None when there is
+        none), with the BFS tree that reaches it."""
         memo = self.__dict__.setdefault("_ctxname", {})
         avoid = frozenset(avoid)
         if (name, avoid) in memo:
@@ -103,8 +110,18 @@ class Contexts:
                     prev[y] = x
                     todo.append(y)
         found = found or fallback
-        memo[(name, avoid)] = _describe(found, prev, entries) if found else "%s()" % name
+        memo[(name, avoid)] = (found, prev)
         return memo[(name, avoid)]
+
+    def head_locks(self, chain, avoid=frozenset()):
+        """The entry locks of the entry point that names chain
+        (describe_chain()): the other side of a pair is named by one that
+        can run beside it (two commits of the VFS freezing the file
+        system, which holds the freeze protection for write, are one
+        freeze)."""
+        found, _ = self._head_of(chain[0], avoid)
+        fns = self.src.by_name.get(found, ()) if found else ()
+        return frozenset(n for f in fns[:1] for n in self.entry.get((f.file, f.name), ()))
 
     def _entry_excludes(self, name, avoid):
         """Entry point name is entered with a lock that excludes lockset

@@ -86,7 +86,8 @@ class Pairs:
         chains = self.racing_chains(a, b, locksets=True)
         if chains:
             (x, cx), (y, cy) = chains
-            a.contexts = (self.describe_chain(cx, y), self.describe_chain(cy, x))
+            a.contexts = (self.describe_chain(cx, y),
+                          self.describe_chain(cy, x | self.head_locks(cx, y)))
         else:
             a.contexts = (self.context_of(a.fn), self.context_of(b.fn))
         a.reason = self._pair_reason(a, b)
