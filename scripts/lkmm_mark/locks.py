@@ -800,16 +800,18 @@ def call_context(toks, lo, hi, output=frozenset(), guarded=frozenset()):
     assertion runs."""
     ctx = {}
     stack = []          # [name, extra names, format seen at this depth]
+    cur = ()            # the names of the stack, as ctx gives them
     for k in range(lo, hi):
         x = toks[k].text
         if x == "(":
             prev = toks[k - 1] if k > lo else None
             name = prev.text if prev is not None and prev.kind == "id" else ""
             g = _guarded_if(toks, k, hi, guarded) if name == "if" and guarded else None
-            stack.append([name, (g + GUARD,) if g else (), False])
+            stack.append([name, (g + GUARD,) if g else (), False, cur])
+            cur = cur + (name,) + stack[-1][1]
         elif x == ")":
             if stack:
-                stack.pop()
+                cur = stack.pop()[3]
         elif x in ("{", "}", ";"):
             # statement expressions and blocks reset nothing: keep the stack
             pass
@@ -818,8 +820,9 @@ def call_context(toks, lo, hi, output=frozenset(), guarded=frozenset()):
             stack[-1][2] = True
         elif x == "," and stack and stack[-1][2] and not stack[-1][1]:
             stack[-1][1] = (stack[-1][0] + MESSAGE,)
+            cur = cur + stack[-1][1]
         if stack:
-            ctx[k] = tuple(n for e in stack for n in (e[0],) + e[1])
+            ctx[k] = cur
     return ctx
 
 
