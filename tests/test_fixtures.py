@@ -532,9 +532,10 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertEqual(got[("read_count", "count")], "READ_ONCE")
 
     def test_context_named_by_an_entry_that_can_race(self):
-        """The entry point that names a context is not one entered with a
-        lock that excludes the other side of the pair, nor one that
-        excludes the entry point naming the other side (two freezes)."""
+        """The entry point that names a context is not one whose path down
+        holds a lock that excludes the other side of the pair (its entry
+        lock, or one taken on the way), nor one that excludes the entry
+        point naming the other side (two freezes)."""
         from lkmm_mark import contexts
 
         def named(A, fn):
@@ -542,17 +543,25 @@ class DeclaredProtocols(unittest.TestCase):
             return [c.split("()", 1)[0] for c in a.contexts]
         A = analyse_fixture(FIXTURES / "context_head")
         self.assertEqual(named(A, "foo_ioctl_count"), ["foo_ioctl_count", "foo_thread"])
-        self.assertEqual(named(A, "peek"), ["foo_freeze", "foo_thread"])
-        orig, orig_h = contexts.Contexts._entry_excludes, contexts.Contexts.head_locks
+        self.assertEqual(named(A, "peek"), ["foo_freeze", "foo_ioctl_walk"])
+        C = contexts.Contexts
+        orig = C._path_excludes, C.head_locks, C._path_locks
         try:
-            contexts.Contexts.head_locks = lambda self, chain, avoid=frozenset(): frozenset()
+            # only the entry point's own locks: the ioctl that takes the
+            # same mutex on its way names the other side
+            C._path_locks = lambda self, x, prev: frozenset(
+                self.entry.get((self.src.by_name[x][0].file, x), ()))
+            A = analyse_fixture(FIXTURES / "context_head")
+            self.assertEqual(named(A, "foo_ioctl_count"), ["foo_ioctl_count", "foo_ioctl_walk"])
+            C._path_locks = orig[2]
+            C.head_locks = lambda self, chain, avoid=frozenset(): frozenset()
             A = analyse_fixture(FIXTURES / "context_head")
             self.assertEqual(named(A, "peek"), ["foo_freeze", "foo_freeze"])
-            contexts.Contexts._entry_excludes = lambda self, name, avoid: False
+            C._path_excludes = lambda self, x, prev, avoid: False
             A = analyse_fixture(FIXTURES / "context_head")
             self.assertEqual(named(A, "foo_ioctl_count"), ["foo_ioctl_count", "foo_freeze"])
         finally:
-            contexts.Contexts._entry_excludes, contexts.Contexts.head_locks = orig, orig_h
+            C._path_excludes, C.head_locks, C._path_locks = orig
 
     def test_state_guards(self):
         keep = '{"lock_functions": %s}' % json.dumps(json.loads(

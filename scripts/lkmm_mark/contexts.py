@@ -97,8 +97,8 @@ class Contexts:
         while todo and found is None:
             x = todo.popleft()
             callers = self._callers_of(x)
-            if x in entries and x != name and (self._is_teardown(x) or
-                                               self._entry_excludes(x, avoid)):
+            if (x in entries or not callers) and x != name and (
+                    self._is_teardown(x) or self._path_excludes(x, prev, avoid)):
                 # a live context names the race better than a teardown
                 fallback = fallback or x
                 continue
@@ -119,19 +119,35 @@ class Contexts:
         can run beside it (two commits of the VFS freezing the file
         system, which holds the freeze protection for write, are one
         freeze)."""
-        found, _ = self._head_of(chain[0], avoid)
-        fns = self.src.by_name.get(found, ()) if found else ()
-        return frozenset(n for f in fns[:1] for n in self.entry.get((f.file, f.name), ()))
+        found, prev = self._head_of(chain[0], avoid)
+        return self._path_locks(found, prev) if found else frozenset()
 
-    def _entry_excludes(self, name, avoid):
-        """Entry point name is entered with a lock that excludes lockset
-        avoid."""
-        if not avoid:
-            return False
-        fns = self.src.by_name.get(name, ())
-        return bool(fns) and all(
-            _excluding(frozenset(self.entry.get((f.file, f.name), ())), avoid) is not None
-            for f in fns)
+    def _path_excludes(self, x, prev, avoid):
+        """The path from entry point x down to the function asked about
+        (_head_of()'s BFS tree) holds a lock that excludes lockset avoid:
+        the entry's own (the VFS freezing the file system, against an
+        ioctl holding write access) or one taken on the way (an
+        exclusive operation)."""
+        return bool(avoid) and _excluding(self._path_locks(x, prev), avoid) is not None
+
+    def _path_locks(self, x, prev):
+        """The locks held from entry point x along the BFS tree prev down
+        to its root: x's entry locks and, at each call on the way, those
+        every call of that callee there holds."""
+        fns = self.src.by_name.get(x, ())
+        held = set(self.entry.get((fns[0].file, fns[0].name), ())) if fns else set()
+        cur = x
+        while prev.get(cur) is not None:
+            callee = prev[cur]
+            common, killed = None, set()
+            for fn in self.src.by_name.get(callee, ()):
+                for (caller, st, _) in self.sites_of(fn):
+                    if caller.name == cur:
+                        common = set(st.held) if common is None else common & set(st.held)
+                        killed |= st.killed
+            held = (held - killed) | (common or set())
+            cur = callee
+        return frozenset(held)
 
     def _is_teardown(self, entry):
         """entry is a teardown method (policies/ 'teardown_ops')."""
