@@ -182,6 +182,18 @@ def data_race_comment_uses(lines, uses):
                 j += 1
         c = re.match(r"\s*(\w+)\(", lines[j][1]) if j < len(lines) else None
         u = use_of(uses, c.group(1), -1) if c else None
+        if c is None and j < len(lines) and re.match(r"\s*if \(", lines[j][1]):
+            # 'if (data_race(x->f) != S)' over one assertion: its check
+            k = j + 1
+            while k < len(lines) and (not lines[k][1].strip() or "data_race(" in lines[k][1]
+                                      or lines[k][1].strip().startswith(("/*", "*"))):
+                k += 1
+            g = re.match(r"\s*(\w+)\(", lines[k][1]) if k < len(lines) else None
+            u = use_of(uses, g.group(1), 0) if g else None
+        elif c and u is None and _format_before_load(lines, j):
+            # an argument after a format string: the message
+            u = next((v for v in uses if v.get("use") == "message" and "argument" not in v),
+                     None)
         # a call whose use depends on the argument (WARN(cond, fmt, ...)) is
         # left out: the line does not say which argument the load is for
         by_arg = c and any("argument" in v and use_of([v], c.group(1), v["argument"])
@@ -189,6 +201,17 @@ def data_race_comment_uses(lines, uses):
         if m and u and not by_arg:
             out.append((text.strip(), m.group(1), u["text"]))
     return out
+
+
+def _format_before_load(lines, j):
+    """The statement at lines[j] (to its ';') has a format string ('"..%'),
+    as the call of a message does."""
+    text = ""
+    for _, line in lines[j:j + 6]:
+        text += line
+        if line.rstrip().endswith(";"):
+            break
+    return re.search(r'"[^"]*%', text) is not None
 
 
 class RewriteFixtures(unittest.TestCase):
