@@ -161,3 +161,28 @@ class CacheSafety(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PlanKeyCode(unittest.TestCase):
+    """The plan's cache key hashes the analysis code as the process loaded
+    it: a file edited while a run goes on does not give the old code's
+    plan the new code's key (a run that started before the edit caches
+    under the key of what it runs)."""
+
+    def test_key_is_the_loaded_code(self):
+        import argparse
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import fixture_lib
+        from lkmm_mark import commands
+        with tempfile.TemporaryDirectory(prefix="lkmm-key-") as d:
+            tree = fixture_lib.make_tree(FIXTURE, d)
+            args = argparse.Namespace(target=fixture_lib.TARGET, policies=None)
+            k1 = commands._plan_key(args, tree)
+            self.assertEqual(commands._plan_key(args, tree), k1)
+            saved = commands._CODE
+            try:
+                commands._CODE = saved + b"edited"
+                self.assertNotEqual(commands._plan_key(args, tree), k1)
+            finally:
+                commands._CODE = saved
+            self.assertEqual(commands._plan_key(args, tree), k1)

@@ -154,9 +154,25 @@ def _plan_key(args, tree):
     h.update(str(Path(tree).resolve()).encode() + b"\0" + args.target.encode())
     here = Path(__file__).resolve().parent
     pol = Path(args.policies) if args.policies else here.parents[1] / "policies"
-    for p in sorted(here.glob("*.py")) + sorted(pol.rglob("*.json")):
+    # the analysis code as this process loaded it (_CODE, read when the
+    # module was imported): a file edited during a run does not give the
+    # plan of the old code the new code's key
+    h.update(_CODE)
+    for p in sorted(pol.rglob("*.json")):
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     return h.hexdigest()
+
+
+def _code_digest():
+    import hashlib
+    from pathlib import Path
+    h = hashlib.sha256()
+    for p in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.digest()
+
+
+_CODE = _code_digest()
 
 
 def get_plan(args, tree=None):
