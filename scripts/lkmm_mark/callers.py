@@ -55,7 +55,7 @@ class Callers:
                 for n in names:
                     annot[key].pop(n, None)
             entry = self._fixed_point(self._shared_sites(), annot, None)
-        every = {key: self.sites_of(fn) for key, fn in self.src.funcs.items()
+        every = {key: self.live_sites(self.sites_of(fn)) for key, fn in self.src.funcs.items()
                  if fn.name not in self.addr_taken and fn.name not in self.macro_used
                  and self.sites_of(fn)}
         states = self._fixed_point(every, annot, lambda n: "{=" in n)

@@ -418,8 +418,9 @@ def annotate_rewrite(tree, sites, src=None, double_fetches=()):
     """Each planned site gets "rewrite": null when the rewrite (series and
     cocci patch mode) handles it, or why it is left for a human (a store
     inside an expression, a BUG_ON() line, a line that would pass 100
-    columns, a load of a double fetch); "nested": true marks a load whose base is itself rewritten
-    (READ_ONCE(READ_ONCE(a->b)->c)), which only the series rewriter does."""
+    columns, a load of a double fetch); "nested": true marks a load whose
+    base is itself rewritten (READ_ONCE(READ_ONCE(a->b)->c)), which only
+    the series rewriter does."""
     from . import rewrite
     planned = rewrite.select_sites({"sites": sites, "double_fetches": double_fetches})
     byf = {}

@@ -30,6 +30,7 @@ import re
 
 from . import csrc
 from .cstmt import Skip, comment_lines, statement_start, width
+from .locks import guarded_call
 
 HEADERS = ("if", "while", "for", "switch")
 # words that begin a declaration's type without being a type name
@@ -99,17 +100,11 @@ def _after_format(S, o, j):
 
 def _guarded_assertion(S, st, j):
     """The call that is the whole body of the 'if' at st when token j is
-    in its condition, else None."""
-    if S.txt(st) != "if" or S.txt(st + 1) != "(":
+    in its condition (locks.guarded_call()), else None."""
+    if S.txt(st) != "if" or S.txt(st + 1) != "(" or \
+            not st + 1 < j < csrc.match_paren(S.toks, st + 1):
         return None
-    n = len(S.toks)
-    c = csrc.match_paren(S.toks, st + 1)
-    if not st + 1 < j < c < n - 2 or S.toks[c + 1].kind != "id" or S.txt(c + 2) != "(":
-        return None
-    e = csrc.match_paren(S.toks, c + 2)
-    if e >= n - 2 or S.txt(e + 1) != ";" or S.txt(e + 2) == "else":
-        return None
-    return S.txt(c + 1)
+    return guarded_call(S.toks, st + 1)
 
 
 def use_of(uses, name, arg):

@@ -16,7 +16,8 @@ Backward gotos end their path (the label's state is already fixed).
 """
 import functools
 
-from . import correlate
+from . import correlate, csrc
+from .policy import GUARD, MESSAGE
 
 KEYWORDS = {"if", "else", "while", "for", "do", "switch", "case", "default", "return",
             "goto", "break", "continue", "sizeof", "typeof", "__typeof__", "__typeof",
@@ -785,9 +786,6 @@ def groups_exclude(n, y):
     return None
 
 
-MESSAGE, GUARD = ":message", ":guard"
-
-
 def call_context(toks, lo, hi, output=frozenset(), guarded=frozenset()):
     """For every token index in lo..hi, the callee names of the enclosing
     parentheses, innermost last ('if', 'while' and friends included).
@@ -806,7 +804,7 @@ def call_context(toks, lo, hi, output=frozenset(), guarded=frozenset()):
         if x == "(":
             prev = toks[k - 1] if k > lo else None
             name = prev.text if prev is not None and prev.kind == "id" else ""
-            g = _guarded_if(toks, k, hi, guarded) if name == "if" and guarded else None
+            g = guarded_call(toks, k, guarded) if name == "if" and guarded else None
             stack.append([name, (g + GUARD,) if g else (), False, cur])
             cur = cur + (name,) + stack[-1][1]
         elif x == ")":
@@ -826,25 +824,15 @@ def call_context(toks, lo, hi, output=frozenset(), guarded=frozenset()):
     return ctx
 
 
-def _guarded_if(toks, o, hi, guarded):
-    """The assertion g when the 'if' whose condition opens at toks[o] has
-    a body of one statement, 'g(...);' with g in guarded, and no else."""
-    d, c = 0, o
-    while c < hi:
-        d += {"(": 1, ")": -1}.get(toks[c].text, 0)
-        if d == 0:
-            break
-        c += 1
-    b = c + 1
-    if b + 1 >= hi or toks[b].kind != "id" or toks[b].text not in guarded or \
-            toks[b + 1].text != "(":
+def guarded_call(toks, o, guarded=None):
+    """The call g when the 'if' whose condition opens at toks[o] has a
+    body of one statement, 'g(...);', and no else (g in guarded, when
+    given: the assertions), else None."""
+    b = csrc.match_paren(toks, o) + 1
+    if b + 1 >= len(toks) or toks[b].kind != "id" or toks[b + 1].text != "(" or \
+            (guarded is not None and toks[b].text not in guarded):
         return None
-    d, e = 0, b + 1
-    while e < hi:
-        d += {"(": 1, ")": -1}.get(toks[e].text, 0)
-        if d == 0:
-            break
-        e += 1
-    if e + 2 < hi and toks[e + 1].text == ";" and toks[e + 2].text != "else":
+    e = csrc.match_paren(toks, b + 1)
+    if e + 2 < len(toks) and toks[e + 1].text == ";" and toks[e + 2].text != "else":
         return toks[b].text
     return None

@@ -7,6 +7,11 @@ from pathlib import Path
 from . import target as _target
 from .tree import UserError
 
+# the marks locks.call_context() puts after a callee's name: its value
+# only goes into the message of that call, or only decides whether that
+# assertion runs
+MESSAGE, GUARD = ":message", ":guard"
+
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = REPO / "policies"
 
@@ -85,15 +90,15 @@ class Policies:
 
     def is_diag(self, name):
         return name in self.diag_calls or any(name.startswith(p) for p in self.diag_prefixes) \
-            or name.endswith((":message", ":guard"))
+            or name.endswith((MESSAGE, GUARD))
 
     @staticmethod
     def diag_phrase(name):
         """How a reason names the diagnostic use (locks.call_context())."""
-        if name.endswith(":message"):
-            return "the message of %s()" % name[:-len(":message")]
-        if name.endswith(":guard"):
-            return "the test that decides whether %s() runs" % name[:-len(":guard")]
+        if name.endswith(MESSAGE):
+            return "the message of %s()" % name[:-len(MESSAGE)]
+        if name.endswith(GUARD):
+            return "the test that decides whether %s() runs" % name[:-len(GUARD)]
         return "%s()" % name
 
 
