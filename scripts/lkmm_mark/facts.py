@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 FACTS_COCCI = REPO / "cocci" / "facts.cocci"
 KINDS_COCCI = REPO / "cocci" / "kinds.cocci"   # the SmPL reference of kinds.py
 MACROS = REPO / "cocci" / "lkmm-macros.h"
+FACTS_ISO = REPO / "cocci" / "facts.iso"     # no isomorphisms (its comment says why)
 
 
 def source_files(tree, target):
@@ -49,6 +50,8 @@ def spatch_args(tree, target, jobs, cocci=FACTS_COCCI):
             "--timeout", "120"]
     if MACROS.exists():
         args += ["--macro-file", str(MACROS)]
+    if cocci == FACTS_COCCI:
+        args += ["--iso-file", str(FACTS_ISO)]
     if sys.executable:
         # the facts script runs in the driver's interpreter, not in
         # whatever 'python3' comes first in PATH (spatch's default: a
@@ -63,6 +66,7 @@ def facts_key(tree, target, files=None, cocci=FACTS_COCCI):
     """Content hash of everything the facts pass reads."""
     files = files if files is not None else source_files(tree, target)
     return content_hash(tree, files, [b"jsonl-cache-2", cocci.read_bytes(),
+                                      FACTS_ISO.read_bytes() if cocci == FACTS_COCCI else b"",
                                       MACROS.read_bytes() if MACROS.exists() else b"",
                                       spatch_version(), target])
 
