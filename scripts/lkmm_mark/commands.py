@@ -44,18 +44,15 @@ def _analyse(args, tree=None, check_tree=True):
                         kernel_series(tree))
     job = facts_mod.start(str(tree), args.target, args.jobs, not args.no_cache)
     files = facts_mod.source_files(str(tree), args.target)
-    # read and tokenize the sources while spatch runs, in a thread of
-    # lower priority (Linux niceness is per thread): spatch keeps the CPUs
-    # it can use and the thread takes what is left
+    # read and tokenize the sources while spatch runs, in a thread that
+    # shares the CPUs with it: at a lower priority (it was niced) it got
+    # nothing until spatch ended and then ran on one core for 2.4 s while
+    # the other idled
     box = {}
     spatch_running = isinstance(job, facts_mod.Running)
 
     def read_sources():
         try:
-            try:
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-            except (OSError, AttributeError):
-                pass
             src = box["src"] = Source(str(tree), files)
             # the facts checked against the code before anything uses them
             box["stale"] = factcheck.check(P, tree, src,
