@@ -109,6 +109,16 @@ class TokenKinds(unittest.TestCase):
                           "#", "#", "c", "\\", "d", "e", "->", "f", ";"])
         self.assertEqual((toks[-4].text, toks[-4].line, toks[-4].col), ("e", 4, 0))
 
+    def test_tokenize_blanks(self):
+        """Blanks are read with the token after them, at the columns spatch
+        gives; an odd blank (a no-break space, which stopped the old
+        tokenizer with a traceback) and blanks at the end are skipped."""
+        toks = csrc.tokenize("\tint  a;\t/* x\n y */ b\u00a0= 'c';  \n  ")
+        self.assertEqual([(t.kind, t.text, t.line, t.col) for t in toks],
+                         [("id", "int", 1, 1), ("id", "a", 1, 6), ("op", ";", 1, 7),
+                          ("id", "b", 2, 6), ("op", "=", 2, 8), ("chr", "'c'", 2, 10),
+                          ("op", ";", 2, 13)])
+
     def test_bracket_tables_live_with_tokens(self):
         """index_parens() keeps its tables on the token list, not in module
         state: the tokens of an analysis are freed with it (they used to
