@@ -22,6 +22,7 @@ from . import csrc
 from .locks import How, declared_excluding, group_lock, mode_name, groups_exclude
 from .guards import guard_struct
 from .source import _short
+from .forksplit import by_group, fork_map
 from .tokutil import _asserted_set, _null_tested, _split
 
 # how entry_locks() names a lock every caller holds
@@ -156,14 +157,31 @@ class Callers:
         addr_taken = self.addr_taken
         # a call passing an object private to the caller (a stack struct, a
         # new object) says nothing about the lock of the shared ones
-        shared_sites = {}
+        live = {}
         for key, fn in self.src.funcs.items():
             if fn.name in addr_taken or fn.name in self.macro_used:
                 continue
             sites = self.live_sites(self.sites_of(fn))
             if sites:
-                shared_sites[key] = self.without_private(sites)
-        return shared_sites
+                live[key] = sites
+        self._prefetch_private(live.values())
+        return {key: self.without_private(sites) for key, sites in live.items()}
+
+    def _prefetch_private(self, site_lists):
+        """The private-argument test of every call site without_private()
+        asks about, the calls of half of the files in a forked child
+        (forksplit.py; the answers go to its cache)."""
+        todo = {}
+        for sites in site_lists:
+            if len(sites) > 1:
+                for (caller, _, k) in sites:
+                    if (caller.file, k) not in self._ppcache:
+                        todo[(caller.file, k)] = caller
+        items = sorted(todo.items(), key=lambda x: x[0])
+        got = fork_map(items, lambda x: self._passes_private(x[1], x[0][1]),
+                       by_group(items, lambda x: x[0][0]))
+        for (key, _), c in zip(items, got):
+            self._ppcache[key] = c
 
     def _locksets(self, a):
         """The locksets of access a, one per calling context of its

@@ -29,6 +29,7 @@ field (doublefetch.py and twostep.py ask _counterpart() about them).
 """
 import collections
 
+from .forksplit import by_group, split_loop
 from .source import NON_STORE_BITOPS, STORE_MACROS
 
 PAIRED = "paired"
@@ -63,23 +64,31 @@ class Pairs:
         self.pair_idx = idx
         for a in self.accesses:
             a.tier, a.pair, a.contexts = None, None, None
-            if a.test:
-                continue
-            if a.action == "none":
-                self._second_look(a, idx.get((a.struct, a.field), ()))
-                continue
-            b, why = self._counterpart(a, idx.get((a.struct, a.field), ()))
-            a.lockset_reason = a.reason
-            if b is not None:
-                self._paired(a, b)
-                if a.kind == "rmw":
-                    a.read_races = self._read_half_races(a, idx.get((a.struct, a.field), ()))
-            else:
-                # a candidate: reported apart (report --tier lockset-only),
-                # never marked
-                a.tier, a.candidate, a.lockset_rule = LOCKSET_ONLY, a.action, a.rule
-                a.action, a.rule = "none", LOCKSET_ONLY
-                a.reason = "%s; but no racing pair: %s" % (a.reason, _kept_text(why))
+        # field by field, half of the fields in a forked child
+        # (forksplit.py: a field's search changes only its own accesses)
+        todo = [a for a in self.accesses if not a.test]
+        split_loop(todo, lambda a: self._pair_of(a, idx.get((a.struct, a.field), ())),
+                   by_group([a for a in todo if a.action != "none"],
+                            lambda a: (a.struct, a.field)))
+
+    def _pair_of(self, a, cands):
+        """a's racing pair among cands (its field's accesses), or a's
+        demotion to the candidates when it has none."""
+        if a.action == "none":
+            self._second_look(a, cands)
+            return
+        b, why = self._counterpart(a, cands)
+        a.lockset_reason = a.reason
+        if b is not None:
+            self._paired(a, b)
+            if a.kind == "rmw":
+                a.read_races = self._read_half_races(a, cands)
+        else:
+            # a candidate: reported apart (report --tier lockset-only),
+            # never marked
+            a.tier, a.candidate, a.lockset_rule = LOCKSET_ONLY, a.action, a.rule
+            a.action, a.rule = "none", LOCKSET_ONLY
+            a.reason = "%s; but no racing pair: %s" % (a.reason, _kept_text(why))
 
     def _paired(self, a, b):
         a.tier, a.pair = PAIRED, b
