@@ -6,9 +6,7 @@ use the plan from here."""
 import collections
 import json
 import os
-import sys
 import threading
-import time
 
 from . import cachelock, evidence
 from . import facts as facts_mod
