@@ -46,7 +46,7 @@ from .escapes import Escapes
 from .exclusions import Exclusions
 from .flagargs import FlagArgs
 from .instances import Instances
-from .locks import declare_exclusions
+from .lockmodes import declare_exclusions
 from .opsentry import OpsEntry
 from .variants import Variants
 from .owners import Owners

@@ -19,7 +19,8 @@ import collections
 import functools
 
 from . import csrc
-from .locks import How, declared_excluding, group_lock, mode_name, groups_exclude
+from .lockmodes import declared_excluding, group_lock, groups_exclude, mode_name
+from .lockstate import How
 from .guards import guard_struct
 from .source import _short
 from .forksplit import by_group, fork_map

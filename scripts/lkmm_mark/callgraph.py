@@ -18,7 +18,9 @@ the false positives of unseen callers start here.
 """
 import collections
 
-from .locks import LockFlow, State, How, call_context, KEYWORDS
+from .callctx import call_context
+from .locks import KEYWORDS, LockFlow
+from .lockstate import How, State
 from .guards import Guards
 from .source import _short
 from .tokutil import _designated_init, _call_start

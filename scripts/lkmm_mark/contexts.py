@@ -29,7 +29,8 @@ lockset_chains() and same_thread().
 import collections
 
 from .callers import _excluding, _own_guards
-from .locks import KEYWORDS, How
+from .locks import KEYWORDS
+from .lockstate import How
 from .source import _short
 
 _THREAD_CALLS = ("kthread_run", "kthread_create")

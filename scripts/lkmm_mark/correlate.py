@@ -11,7 +11,7 @@ same value both times.
 
 A lock taken in the first branch and still held at the second test is
 held in the second branch too.  The state records it as a conditional
-lock (locks.State.cond) keyed by the condition's text, as a local flag's
+lock (lockstate.State.cond) keyed by the condition's text, as a local flag's
 locks are keyed by the flag ('if (!v) unlock(L)'): a store to a
 variable the condition names, or a release of the lock, forgets it.
 

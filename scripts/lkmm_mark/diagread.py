@@ -30,7 +30,7 @@ import re
 
 from . import csrc
 from .cstmt import Skip, comment_lines, statement_start, width
-from .locks import guarded_call
+from .callctx import guarded_call
 
 HEADERS = ("if", "while", "for", "switch")
 # words that begin a declaration's type without being a type name
@@ -63,7 +63,7 @@ def use_text(S, j, st, comments):
                     return u["text"]
                 if _after_format(S, k, j):
                     # an argument after the format string of any call
-                    # (locks.call_context())
+                    # (callctx.call_context())
                     u = _use_named(uses, "message")
                     if u:
                         return u["text"]
@@ -100,7 +100,7 @@ def _after_format(S, o, j):
 
 def _guarded_assertion(S, st, j):
     """The call that is the whole body of the 'if' at st when token j is
-    in its condition (locks.guarded_call()), else None."""
+    in its condition (callctx.guarded_call()), else None."""
     if S.txt(st) != "if" or S.txt(st + 1) != "(" or \
             not st + 1 < j < csrc.match_paren(S.toks, st + 1):
         return None

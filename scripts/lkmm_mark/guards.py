@@ -17,7 +17,7 @@ Two kinds:
 A known state is held as a group of a pseudo-lock named after the guard
 ('S.f{=set}:r' against 'S.f{=null}:r', 'f(){=true}:r' against
 'f(){=false}:r'): two groups of one lock exclude each other
-(locks.groups_exclude()), so the accesses of the two branches never race.
+(lockmodes.groups_exclude()), so the accesses of the two branches never race.
 A guard entry may also say which locks a state implies
 ("implies": {"null": [{"lock": L, "mode": "exclusive"}]}: no running
 transaction means no open handle).  A field guard keeps apart only
@@ -28,7 +28,8 @@ The LockFlow (locks.py) calls test() on each condition, at_member() and
 deref_state() on the tokens naming a guarded member.
 """
 from .csrc import base_start, match_paren, mentions
-from .locks import How, mode_name
+from .lockmodes import mode_name
+from .lockstate import How
 from .tokutil import _split
 
 ASSIGN = {"=", "+=", "-=", "|=", "&=", "^=", "<<=", ">>="}

@@ -14,65 +14,14 @@ macros; while (1) and for (;;) are left only by break), switch/case,
 break/continue, return, forward goto to labels.
 Backward gotos end their path (the label's state is already fixed).
 """
-import functools
-
-from . import correlate, csrc
-from .policy import GUARD, MESSAGE
+from . import correlate
+from .lockconds import Conds
+from .lockmodes import group_lock, hold_also, mode_name
+from .lockstate import How, State, merge
 
 KEYWORDS = {"if", "else", "while", "for", "do", "switch", "case", "default", "return",
             "goto", "break", "continue", "sizeof", "typeof", "__typeof__", "__typeof",
             "_Alignof", "__alignof__", "asm", "__asm__", "volatile"}
-
-
-class How:
-    """Where a held lock comes from, for the reason text."""
-    __slots__ = ("what", "line")
-
-    def __init__(self, what, line):
-        self.what = what
-        self.line = line
-
-    def text(self):
-        return "%s at line %d" % (self.what, self.line)
-
-
-class State:
-    """held: lock -> How, on every path.  cond: lock -> (variable, How),
-    held on every path where the local variable is true, after
-    'if (!v) unlock(L);' (a lock kept only while a flag says so)."""
-    __slots__ = ("held", "killed", "cond")
-
-    def __init__(self, held=None, killed=frozenset(), cond=None):
-        self.held = held if held is not None else {}
-        self.killed = killed
-        self.cond = cond if cond is not None else {}
-
-    def copy(self):
-        return State(dict(self.held), self.killed, dict(self.cond))
-
-
-def merge(a, b):
-    if a is None:
-        return b.copy() if b is not None else None
-    if b is None:
-        return a.copy()
-    held = {k: v for k, v in a.held.items() if k in b.held}
-    killed = a.killed | b.killed
-    # a lock released and taken again on one path (held) and untouched on
-    # the other is held at the merge exactly when the function is entered
-    # with it: not killed ('unlock(L); cond_resched(); lock(L);' in a loop)
-    back = {k for x, y in ((a, b), (b, a)) for k in x.held
-            if k not in y.held and k not in y.killed}
-    if back & killed:
-        killed = killed - back
-    cond = {}
-    if a.cond or b.cond:
-        # held when v on one side, held (always, or when v) on the other
-        for x, y in ((a, b), (b, a)):
-            for k, (v, h) in x.cond.items():
-                if k not in held and (k in y.held or y.cond.get(k, ("",))[0] == v):
-                    cond[k] = (v, h)
-    return State(held, killed, cond)
 
 
 class FlowResult:
@@ -82,7 +31,7 @@ class FlowResult:
         self.events = []      # (token index, op, lock name)
 
 
-class LockFlow:
+class LockFlow(Conds):
     """Run over toks[lo:hi] (the body including braces)."""
 
     def __init__(self, toks, lo, hi, lockfns, resolve, want, guards=None):
@@ -326,170 +275,6 @@ class LockFlow:
                 return self._match(c + 1) + 1
         return self._find_semi(i, end) + 1
 
-    # -- expressions -----------------------------------------------------
-    def cond(self, lo, hi, st):
-        """A condition: returns (state if true, state if false)."""
-        t = self.t
-        # find a trylock-like call directly in the condition
-        k = lo
-        neg = False
-        while k < hi:
-            x = t[k].text
-            if x == "!":
-                neg = not neg
-                k += 1
-                continue
-            if x == "(":
-                k += 1
-                continue
-            break
-        spec = self.lockfns.get(t[k].text) if k < hi and t[k].kind == "id" else None
-        if self.err_ptr and t[k].text in ERR_TESTS and k + 3 < hi and t[k + 1].text == "(" \
-                and t[k + 2].text in self.err_ptr and t[k + 3].text == ")":
-            # 'if (IS_ERR(trans))' after 'trans = start()': it failed and
-            # holds nothing it would have taken
-            s = self.expr(lo, hi, st)
-            failed = s.copy()
-            for name in self.err_ptr[t[k + 2].text]:
-                failed.held.pop(name, None)
-            return (s, failed) if neg else (failed, s)
-        if spec and spec["op"] in ("trylock", "acquire_ret0") and k + 1 < hi and t[k + 1].text == "(":
-            # trylock: true means taken; mutex_lock_interruptible: 0 means taken
-            taken_if_true = (spec["op"] == "trylock") != neg
-            return self._trylock_states(hi, k, self.expr(lo, k, st, skip_events=True),
-                                        taken_if_true)
-        tail = self._tail_trylock(lo, hi)
-        if tail is not None:
-            k, taken_if_true = tail
-            return self._trylock_states(hi, k, self.expr(lo, k, st), taken_if_true)
-        if st.cond and t[lo].kind == "id" and (lo + 1 == hi or t[lo + 1].text == "&&"):
-            # 'if (v)' or 'if (v && ...)': the locks held while v is true
-            # are held in the rest of the condition and in the branch
-            v = t[lo].text
-            ks = {k: h for k, (x, h) in st.cond.items() if x == v}
-            if ks:
-                s0 = self.expr(lo, lo + 1, st)
-                s1 = s0.copy()
-                for k, h in ks.items():
-                    s1.held[k] = How("%s (kept while '%s' is true)" % (h.what, v), h.line)
-                if lo + 1 < hi:
-                    s1 = self.expr(lo + 2, hi, s1)
-                return s1, merge(s0, s1)
-        again = correlate.held_when(st.cond, correlate.key_of(t, lo, hi)) if st.cond else {}
-        if again:
-            # the condition tested before, unchanged: the locks its branch
-            # took are held in this one (correlate.py)
-            s = self.expr(lo, hi, st)
-            s1 = s.copy()
-            for k, h in again.items():
-                s1.held.setdefault(k, How("%s (the same test at line %d was true)"
-                                          % (h.what, h.line), h.line))
-            return s1, s
-        s = self.expr(lo, hi, st)
-        if st.cond:
-            self._short_circuit(lo, hi, st)
-        g = self.guards.test(self.t, lo, hi, self.resolve) if self.guards.any else None
-        if g is not None:
-            # a state guard: each branch knows the state it tested
-            line = self.t[lo].line
-            return self.guards.enter(s, g, True, line), self.guards.enter(s.copy(), g, False, line)
-        return s, s.copy()
-
-    def _tail_trylock(self, lo, hi):
-        """(k, taken_if_true) when the condition toks[lo:hi] ends in a
-        try-lock that is evaluated last and decides it: 'a || !trylock(L)'
-        (false: every operand false, so the try-lock ran and succeeded)
-        or 'a && trylock(L)' (true: it ran and succeeded); else None."""
-        t = self.t
-        ops, depth, last = set(), 0, lo
-        for k in range(lo, hi):
-            x = t[k].text
-            if x in ("(", "["):
-                depth += 1
-            elif x in (")", "]"):
-                depth -= 1
-            elif depth == 0 and x in ("||", "&&"):
-                ops.add(x)
-                last = k + 1
-            elif depth == 0 and x in ("?", ":", ","):
-                return None
-        if len(ops) != 1:
-            return None
-        k, neg, opened = last, False, 0
-        while k < hi and t[k].text in ("!", "("):
-            neg, opened = (not neg, opened) if t[k].text == "!" else (neg, opened + 1)
-            k += 1
-        spec = self.lockfns.get(t[k].text) if k + 1 < hi and t[k].kind == "id" else None
-        if not spec or spec["op"] != "trylock" or t[k + 1].text != "(" or \
-                self._match(k + 1) + 1 + opened != hi:
-            return None
-        if ops == {"||"} and neg:
-            return k, False
-        if ops == {"&&"} and not neg:
-            return k, True
-        return None
-
-    def _trylock_states(self, hi, k, before, taken_if_true):
-        """(state if true, state if false) of a condition decided by the
-        try-lock call toks[k] (at its start, or last: _tail_trylock()),
-        before: the state the call is made in."""
-        t = self.t
-        spec = self.lockfns[t[k].text]
-        c = self._match(k + 1)
-        picks = self._picks(spec, k + 2, c)
-        self._record_range(k, c + 1, before)
-        self.res.calls.append((k, t[k].text, before))
-        rest = self.expr(c + 1, hi, before)
-        got = rest.copy()
-        for sp, name in picks:
-            got.held[mode_name(name, sp)] = How(sp["name"] + " succeeded", t[k].line)
-            _also(got, sp, How(sp["name"] + " succeeded", t[k].line))
-            self.res.events.append((k, "acquire", name))
-        return (got, rest) if taken_if_true else (rest, got)
-
-    def _short_circuit(self, lo, hi, st):
-        """Operands a condition evaluates only while a flag v is true
-        ('v && X', '!v || X', anywhere in it: 'a && (!v || x->f)') see
-        the locks kept while v is true (after 'if (!v) unlock(L);')."""
-        t = self.t
-        for k in range(lo, hi):
-            if t[k].kind != "id" or k + 1 >= hi:
-                continue
-            v = t[k].text
-            ks = {n: h for n, (x, h) in st.cond.items() if x == v}
-            if not ks:
-                continue
-            neg = k > lo and t[k - 1].text == "!"
-            first = k - 1 if neg else k
-            prev = t[first - 1].text if first > lo else "("
-            nxt = t[k + 1].text
-            if neg and not (nxt == "||" and prev in ("(", "||")):
-                continue
-            if not neg and not (nxt == "&&" and prev in ("(", "&&", "||")):
-                continue
-            # the right operand: to the end of the enclosing group, or of
-            # the &&-chain for 'v &&' (a later '||' may run with v false)
-            stop = ("||", "?", ":", ",") if not neg else ("?", ":", ",")
-            depth = 0
-            j = k + 2
-            while j < hi:
-                x = t[j].text
-                if x in ("(", "["):
-                    depth += 1
-                elif x in (")", "]"):
-                    if depth == 0:
-                        break
-                    depth -= 1
-                elif depth == 0 and x in stop:
-                    break
-                if j in self.want and j in self.res.at:
-                    cur = self.res.at[j].copy()
-                    for n, h in ks.items():
-                        cur.held.setdefault(n, How("%s (kept while '%s' is true)"
-                                                   % (h.what, v), h.line))
-                    self.res.at[j] = cur
-                j += 1
-
     def _picks(self, spec, alo, ahi):
         """The entries of a lock wrapper this call (arguments alo..ahi) is,
         among its variants, with the lock each names: the first that
@@ -661,7 +446,7 @@ class LockFlow:
             # trylock outside a condition: unknown outcome, nothing held
             if op == "acquire" or op == "acquire_ret0":
                 st.held[mode_name(name, spec)] = How(spec["name"], line)
-                _also(st, spec, How(spec["name"], line))
+                hold_also(st, spec, How(spec["name"], line))
                 self.res.events.append((k, "acquire", name))
         elif op == "release":
             gone = {name, name + ":r"}
@@ -687,17 +472,6 @@ class LockFlow:
         return st
 
 
-def _also(st, spec, how):
-    """The other locks a lock function takes with its own ('also': a
-    try-lock that enters an exclusive operation and returns with the
-    spin lock that guards it held)."""
-    for extra in spec.get("also", ()):
-        st.held[mode_name(group_lock(extra["lock"], extra), extra)] = how
-
-
-ERR_TESTS = ("IS_ERR", "IS_ERR_OR_NULL")
-
-
 class _NoGuards:
     any = False
     members = frozenset()
@@ -705,134 +479,3 @@ class _NoGuards:
 
 
 NO_GUARDS = _NoGuards()
-
-
-def group_lock(name, spec):
-    """The name a lock taken in a group mode is held under: 'L{group}'.
-
-    A lock with group modes (a drew lock: any number of writers or
-    any number of readers, never both; a pause handshake: the pausers
-    against the running workers) is held shared, under one name per
-    group, so that every test made for shared locks stays right (two
-    holders of one group do not exclude each other, and no group is any
-    field's own lock); only _ctx_excluded() knows that two different
-    groups of the same lock exclude each other (groups_exclude())."""
-    if spec.get("mode") == "group":
-        return "%s{%s}" % (name, spec["group"])
-    return name
-
-
-def mode_name(name, spec):
-    """The held-set key of lock name taken as spec says: 'L:r' for a read
-    or group mode (a shared hold), 'L' for an exclusive one."""
-    return name + ":r" if spec.get("mode") in ("read", "group") else name
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _groups_in(y):
-    """The group holds of the frozen lockset y, as _group_of() gives them
-    (remembered: the same locksets are asked about again and again)."""
-    return tuple(o for o in map(_group_of, sorted(y)) if o is not None)
-
-
-def _group_of(n):
-    """'L{g}:r' -> ('L', 'g'); None for any other held-set key."""
-    if not n.endswith("}:r") or "{" not in n:
-        return None
-    base, _, g = n[:-3].rpartition("{")
-    return base, g
-
-
-# locks declared to exclude others (policies/ 'pseudo_locks' "excludes":
-# a transaction's pseudo-lock is the lock of every object it changes);
-# set for each analysis by declare_exclusions()
-_EXCLUDES = {}
-
-
-def declare_exclusions(pairs):
-    """{pseudo-lock: [locks it excludes]} for declared_excluding()."""
-    _EXCLUDES.clear()
-    _EXCLUDES.update(pairs)
-
-
-def declared_excluding(x, y):
-    """A lock one of the locksets x and y holds exclusively that is
-    declared to exclude a lock the other holds, in any mode; or None."""
-    if not _EXCLUDES:
-        return None
-    for a, b in ((x, y), (y, x)):
-        for n in a:
-            for e in _EXCLUDES.get(n, ()):
-                if e in b or e + ":r" in b:
-                    return n
-    return None
-
-
-def groups_exclude(n, y):
-    """Lock n (a held-set key) is a group hold and the lockset y holds the
-    same lock in another group, or in the same group when its name ends
-    with '!' (one holder at a time: an exclusive operation of a type that
-    admits no second one), so the two cannot run side by side: the lock's
-    name, or None."""
-    g = _group_of(n)
-    if g is None:
-        return None
-    for o in _groups_in(frozenset(y)):
-        if o[0] == g[0] and (o[1] != g[1] or g[1].endswith("!")):
-            if g[1].startswith("="):
-                # a state guard (guards.py)
-                return "the state of %s (%s against %s)" % (g[0], g[1][1:], o[1][1:])
-            return "%s (%s against %s)" % (g[0], g[1], o[1])
-    return None
-
-
-def call_context(toks, lo, hi, output=frozenset(), guarded=frozenset()):
-    """For every token index in lo..hi, the callee names of the enclosing
-    parentheses, innermost last ('if', 'while' and friends included).
-    An argument after a format string ('"...%llu..."') of a call not in
-    output (a buffer or a file the user reads: sysfs_emit(), seq_printf())
-    also gets 'f:message' after the callee f: its value only goes into a
-    message.  The condition of an 'if' whose whole body is one call of
-    guarded (an assertion: 'if (x->state != S) lockdep_assert_held(L);')
-    gets 'g:guard' after the 'if': its value only decides whether the
-    assertion runs."""
-    ctx = {}
-    stack = []          # [name, extra names, format seen at this depth]
-    cur = ()            # the names of the stack, as ctx gives them
-    for k in range(lo, hi):
-        x = toks[k].text
-        if x == "(":
-            prev = toks[k - 1] if k > lo else None
-            name = prev.text if prev is not None and prev.kind == "id" else ""
-            g = guarded_call(toks, k, guarded) if name == "if" and guarded else None
-            stack.append([name, (g + GUARD,) if g else (), False, cur])
-            cur = cur + (name,) + stack[-1][1]
-        elif x == ")":
-            if stack:
-                cur = stack.pop()[3]
-        elif x in ("{", "}", ";"):
-            # statement expressions and blocks reset nothing: keep the stack
-            pass
-        elif stack and toks[k].kind == "str" and "%" in x and stack[-1][0] and \
-                stack[-1][0] not in output and stack[-1][0] not in KEYWORDS:
-            stack[-1][2] = True
-        elif x == "," and stack and stack[-1][2] and not stack[-1][1]:
-            stack[-1][1] = (stack[-1][0] + MESSAGE,)
-            cur = cur + stack[-1][1]
-        if stack:
-            ctx[k] = cur
-    return ctx
-
-
-def guarded_call(toks, o, guarded=None):
-    """The call g when the 'if' whose condition opens at toks[o] has a
-    body of one statement, 'g(...);', and no else (g in guarded, when
-    given: the assertions), else None."""
-    b = csrc.match_paren(toks, o) + 1
-    if b + 1 >= len(toks) or toks[b].kind != "id" or toks[b + 1].text != "(" or \
-            (guarded is not None and toks[b].text not in guarded):
-        return None
-    e = csrc.match_paren(toks, b + 1)
-    if e + 2 < len(toks) and toks[e + 1].text == ";" and toks[e + 2].text != "else":
-        return toks[b].text
-    return None

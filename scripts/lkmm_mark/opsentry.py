@@ -13,7 +13,7 @@ Reads .src, .P and sites_of() (callgraph.py).
 import collections
 
 from .callers import _TOP, _held_by_all
-from .locks import mode_name
+from .lockmodes import mode_name
 
 
 class OpsEntry:

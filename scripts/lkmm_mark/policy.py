@@ -7,7 +7,7 @@ from pathlib import Path
 from . import target as _target
 from .tree import UserError
 
-# the marks locks.call_context() puts after a callee's name: its value
+# the marks callctx.call_context() puts after a callee's name: its value
 # only goes into the message of that call, or only decides whether that
 # assertion runs
 MESSAGE, GUARD = ":message", ":guard"
@@ -94,7 +94,7 @@ class Policies:
 
     @staticmethod
     def diag_phrase(name):
-        """How a reason names the diagnostic use (locks.call_context())."""
+        """How a reason names the diagnostic use (callctx.call_context())."""
         if name.endswith(MESSAGE):
             return "the message of %s()" % name[:-len(MESSAGE)]
         if name.endswith(GUARD):

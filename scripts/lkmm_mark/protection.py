@@ -20,7 +20,7 @@ here is the source of most false positives and negatives of a field.
 import collections
 
 from .callers import _BY_CALLERS
-from .locks import How
+from .lockstate import How
 from .source import NON_STORE_BITOPS, STORE_MACROS
 from .verdicts import _holds_any
 

@@ -1,0 +1,185 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The conditions of the lock flow (locks.LockFlow, of which Conds is a
+part): a try-lock, a state guard or a remembered flag in an 'if' or a
+loop condition gives a state when it is true and another when it is
+false; '&&' and '||' decide them in order."""
+from . import correlate
+from .lockmodes import hold_also, mode_name
+from .lockstate import How, merge
+
+ERR_TESTS = ("IS_ERR", "IS_ERR_OR_NULL")
+
+
+class Conds:
+    def cond(self, lo, hi, st):
+        """A condition: returns (state if true, state if false)."""
+        t = self.t
+        # find a trylock-like call directly in the condition
+        k = lo
+        neg = False
+        while k < hi:
+            x = t[k].text
+            if x == "!":
+                neg = not neg
+                k += 1
+                continue
+            if x == "(":
+                k += 1
+                continue
+            break
+        spec = self.lockfns.get(t[k].text) if k < hi and t[k].kind == "id" else None
+        if self.err_ptr and t[k].text in ERR_TESTS and k + 3 < hi and t[k + 1].text == "(" \
+                and t[k + 2].text in self.err_ptr and t[k + 3].text == ")":
+            # 'if (IS_ERR(trans))' after 'trans = start()': it failed and
+            # holds nothing it would have taken
+            s = self.expr(lo, hi, st)
+            failed = s.copy()
+            for name in self.err_ptr[t[k + 2].text]:
+                failed.held.pop(name, None)
+            return (s, failed) if neg else (failed, s)
+        if spec and spec["op"] in ("trylock", "acquire_ret0") and k + 1 < hi and t[k + 1].text == "(":
+            # trylock: true means taken; mutex_lock_interruptible: 0 means taken
+            taken_if_true = (spec["op"] == "trylock") != neg
+            return self._trylock_states(hi, k, self.expr(lo, k, st, skip_events=True),
+                                        taken_if_true)
+        tail = self._tail_trylock(lo, hi)
+        if tail is not None:
+            k, taken_if_true = tail
+            return self._trylock_states(hi, k, self.expr(lo, k, st), taken_if_true)
+        got = self._flag_states(lo, hi, st) if st.cond else None
+        if got is not None:
+            return got
+        s = self.expr(lo, hi, st)
+        if st.cond:
+            self._short_circuit(lo, hi, st)
+        g = self.guards.test(self.t, lo, hi, self.resolve) if self.guards.any else None
+        if g is not None:
+            # a state guard: each branch knows the state it tested
+            line = self.t[lo].line
+            return self.guards.enter(s, g, True, line), self.guards.enter(s.copy(), g, False, line)
+        return s, s.copy()
+
+    def _flag_states(self, lo, hi, st):
+        """(state if true, state if false) of a condition that tests a
+        flag some locks are kept with ('if (v)', 'if (v && ...)'), or that
+        repeats a test whose branch took locks; None for any other."""
+        t = self.t
+        if t[lo].kind == "id" and (lo + 1 == hi or t[lo + 1].text == "&&"):
+            # 'if (v)' or 'if (v && ...)': the locks held while v is true
+            # are held in the rest of the condition and in the branch
+            v = t[lo].text
+            ks = {k: h for k, (x, h) in st.cond.items() if x == v}
+            if ks:
+                s0 = self.expr(lo, lo + 1, st)
+                s1 = s0.copy()
+                for k, h in ks.items():
+                    s1.held[k] = How("%s (kept while '%s' is true)" % (h.what, v), h.line)
+                if lo + 1 < hi:
+                    s1 = self.expr(lo + 2, hi, s1)
+                return s1, merge(s0, s1)
+        again = correlate.held_when(st.cond, correlate.key_of(t, lo, hi))
+        if again:
+            # the condition tested before, unchanged: the locks its branch
+            # took are held in this one (correlate.py)
+            s = self.expr(lo, hi, st)
+            s1 = s.copy()
+            for k, h in again.items():
+                s1.held.setdefault(k, How("%s (the same test at line %d was true)"
+                                          % (h.what, h.line), h.line))
+            return s1, s
+        return None
+
+    def _tail_trylock(self, lo, hi):
+        """(k, taken_if_true) when the condition toks[lo:hi] ends in a
+        try-lock that is evaluated last and decides it: 'a || !trylock(L)'
+        (false: every operand false, so the try-lock ran and succeeded)
+        or 'a && trylock(L)' (true: it ran and succeeded); else None."""
+        t = self.t
+        ops, depth, last = set(), 0, lo
+        for k in range(lo, hi):
+            x = t[k].text
+            if x in ("(", "["):
+                depth += 1
+            elif x in (")", "]"):
+                depth -= 1
+            elif depth == 0 and x in ("||", "&&"):
+                ops.add(x)
+                last = k + 1
+            elif depth == 0 and x in ("?", ":", ","):
+                return None
+        if len(ops) != 1:
+            return None
+        k, neg, opened = last, False, 0
+        while k < hi and t[k].text in ("!", "("):
+            neg, opened = (not neg, opened) if t[k].text == "!" else (neg, opened + 1)
+            k += 1
+        spec = self.lockfns.get(t[k].text) if k + 1 < hi and t[k].kind == "id" else None
+        if not spec or spec["op"] != "trylock" or t[k + 1].text != "(" or \
+                self._match(k + 1) + 1 + opened != hi:
+            return None
+        if ops == {"||"} and neg:
+            return k, False
+        if ops == {"&&"} and not neg:
+            return k, True
+        return None
+
+    def _trylock_states(self, hi, k, before, taken_if_true):
+        """(state if true, state if false) of a condition decided by the
+        try-lock call toks[k] (at its start, or last: _tail_trylock()),
+        before: the state the call is made in."""
+        t = self.t
+        spec = self.lockfns[t[k].text]
+        c = self._match(k + 1)
+        picks = self._picks(spec, k + 2, c)
+        self._record_range(k, c + 1, before)
+        self.res.calls.append((k, t[k].text, before))
+        rest = self.expr(c + 1, hi, before)
+        got = rest.copy()
+        for sp, name in picks:
+            got.held[mode_name(name, sp)] = How(sp["name"] + " succeeded", t[k].line)
+            hold_also(got, sp, How(sp["name"] + " succeeded", t[k].line))
+            self.res.events.append((k, "acquire", name))
+        return (got, rest) if taken_if_true else (rest, got)
+
+    def _short_circuit(self, lo, hi, st):
+        """Operands a condition evaluates only while a flag v is true
+        ('v && X', '!v || X', anywhere in it: 'a && (!v || x->f)') see
+        the locks kept while v is true (after 'if (!v) unlock(L);')."""
+        t = self.t
+        for k in range(lo, hi):
+            if t[k].kind != "id" or k + 1 >= hi:
+                continue
+            v = t[k].text
+            ks = {n: h for n, (x, h) in st.cond.items() if x == v}
+            if not ks:
+                continue
+            neg = k > lo and t[k - 1].text == "!"
+            first = k - 1 if neg else k
+            prev = t[first - 1].text if first > lo else "("
+            nxt = t[k + 1].text
+            if neg and not (nxt == "||" and prev in ("(", "||")):
+                continue
+            if not neg and not (nxt == "&&" and prev in ("(", "&&", "||")):
+                continue
+            # the right operand: to the end of the enclosing group, or of
+            # the &&-chain for 'v &&' (a later '||' may run with v false)
+            stop = ("||", "?", ":", ",") if not neg else ("?", ":", ",")
+            depth = 0
+            j = k + 2
+            while j < hi:
+                x = t[j].text
+                if x in ("(", "["):
+                    depth += 1
+                elif x in (")", "]"):
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif depth == 0 and x in stop:
+                    break
+                if j in self.want and j in self.res.at:
+                    cur = self.res.at[j].copy()
+                    for n, h in ks.items():
+                        cur.held.setdefault(n, How("%s (kept while '%s' is true)"
+                                                   % (h.what, v), h.line))
+                    self.res.at[j] = cur
+                j += 1

@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Lock names and modes: the held-set key of a lock taken in a mode
+(exclusive 'L', shared 'L:r', a group 'L{g}:r'), which holds exclude which
+(groups of one lock, locks declared to exclude others), and the extra
+locks a lock function takes with its own."""
+import functools
+
+
+def group_lock(name, spec):
+    """The name a lock taken in a group mode is held under: 'L{group}'.
+
+    A lock with group modes (a drew lock: any number of writers or
+    any number of readers, never both; a pause handshake: the pausers
+    against the running workers) is held shared, under one name per
+    group, so that every test made for shared locks stays right (two
+    holders of one group do not exclude each other, and no group is any
+    field's own lock); only _ctx_excluded() knows that two different
+    groups of the same lock exclude each other (groups_exclude())."""
+    if spec.get("mode") == "group":
+        return "%s{%s}" % (name, spec["group"])
+    return name
+
+
+def mode_name(name, spec):
+    """The held-set key of lock name taken as spec says: 'L:r' for a read
+    or group mode (a shared hold), 'L' for an exclusive one."""
+    return name + ":r" if spec.get("mode") in ("read", "group") else name
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _groups_in(y):
+    """The group holds of the frozen lockset y, as _group_of() gives them
+    (remembered: the same locksets are asked about again and again)."""
+    return tuple(o for o in map(_group_of, sorted(y)) if o is not None)
+
+
+def _group_of(n):
+    """'L{g}:r' -> ('L', 'g'); None for any other held-set key."""
+    if not n.endswith("}:r") or "{" not in n:
+        return None
+    base, _, g = n[:-3].rpartition("{")
+    return base, g
+
+
+# locks declared to exclude others (policies/ 'pseudo_locks' "excludes":
+# a transaction's pseudo-lock is the lock of every object it changes);
+# set for each analysis by declare_exclusions()
+_EXCLUDES = {}
+
+
+def declare_exclusions(pairs):
+    """{pseudo-lock: [locks it excludes]} for declared_excluding()."""
+    _EXCLUDES.clear()
+    _EXCLUDES.update(pairs)
+
+
+def declared_excluding(x, y):
+    """A lock one of the locksets x and y holds exclusively that is
+    declared to exclude a lock the other holds, in any mode; or None."""
+    if not _EXCLUDES:
+        return None
+    for a, b in ((x, y), (y, x)):
+        for n in a:
+            for e in _EXCLUDES.get(n, ()):
+                if e in b or e + ":r" in b:
+                    return n
+    return None
+
+
+def groups_exclude(n, y):
+    """Lock n (a held-set key) is a group hold and the lockset y holds the
+    same lock in another group, or in the same group when its name ends
+    with '!' (one holder at a time: an exclusive operation of a type that
+    admits no second one), so the two cannot run side by side: the lock's
+    name, or None."""
+    g = _group_of(n)
+    if g is None:
+        return None
+    for o in _groups_in(frozenset(y)):
+        if o[0] == g[0] and (o[1] != g[1] or g[1].endswith("!")):
+            if g[1].startswith("="):
+                # a state guard (guards.py)
+                return "the state of %s (%s against %s)" % (g[0], g[1][1:], o[1][1:])
+            return "%s (%s against %s)" % (g[0], g[1], o[1])
+    return None
+
+
+def hold_also(st, spec, how):
+    """The other locks a lock function takes with its own ('also': a
+    try-lock that enters an exclusive operation and returns with the
+    spin lock that guards it held)."""
+    for extra in spec.get("also", ()):
+        st.held[mode_name(group_lock(extra["lock"], extra), extra)] = how

@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The state of the lock flow (locks.py) at a point: the locks held on
+every path to it, with where each comes from, and the merge at a join."""
+
+
+class How:
+    """Where a held lock comes from, for the reason text."""
+    __slots__ = ("what", "line")
+
+    def __init__(self, what, line):
+        self.what = what
+        self.line = line
+
+    def text(self):
+        return "%s at line %d" % (self.what, self.line)
+
+
+class State:
+    """held: lock -> How, on every path.  cond: lock -> (variable, How),
+    held on every path where the local variable is true, after
+    'if (!v) unlock(L);' (a lock kept only while a flag says so)."""
+    __slots__ = ("held", "killed", "cond")
+
+    def __init__(self, held=None, killed=frozenset(), cond=None):
+        self.held = held if held is not None else {}
+        self.killed = killed
+        self.cond = cond if cond is not None else {}
+
+    def copy(self):
+        return State(dict(self.held), self.killed, dict(self.cond))
+
+
+def merge(a, b):
+    if a is None:
+        return b.copy() if b is not None else None
+    if b is None:
+        return a.copy()
+    held = {k: v for k, v in a.held.items() if k in b.held}
+    killed = a.killed | b.killed
+    # a lock released and taken again on one path (held) and untouched on
+    # the other is held at the merge exactly when the function is entered
+    # with it: not killed ('unlock(L); cond_resched(); lock(L);' in a loop)
+    back = {k for x, y in ((a, b), (b, a)) for k in x.held
+            if k not in y.held and k not in y.killed}
+    if back & killed:
+        killed = killed - back
+    cond = {}
+    if a.cond or b.cond:
+        # held when v on one side, held (always, or when v) on the other
+        for x, y in ((a, b), (b, a)):
+            for k, (v, h) in x.cond.items():
+                if k not in held and (k in y.held or y.cond.get(k, ("",))[0] == v):
+                    cond[k] = (v, h)
+    return State(held, killed, cond)
