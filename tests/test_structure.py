@@ -20,7 +20,8 @@ ANALYSIS = ["analysis", "source", "tokutil", "accesses", "syntax", "scan", "call
             "callers", "escapes", "private", "unpublished", "detach", "owners",
             "exclusions", "protection", "races", "verdicts", "accessors", "contexts",
             "pairs", "guards", "doublefetch", "twostep", "flagargs", "instances", "variants",
-            "opsentry", "forksplit", "lockstate", "lockmodes", "lockconds", "callctx"]
+            "opsentry", "forksplit", "lockstate", "lockmodes", "lockconds", "callctx",
+            "locks"]
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 

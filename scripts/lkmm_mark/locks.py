@@ -127,66 +127,11 @@ class LockFlow(Conds):
         if tx == ";":
             return i + 1, st
         if tx == "if" and i + 1 < end and t[i + 1].text == "(":
-            c = self._match(i + 1)
-            st_then, st_else = self.cond(i + 2, c, st)
-            j, s1 = self.stmt(c + 1, st_then, end)
-            key = correlate.key_of(t, i + 2, c)
-            if j < end and t[j].text == "else":
-                j, s2 = self.stmt(j + 1, st_else, end)
-                out = merge(s1, s2)
-                if out is not None:
-                    correlate.remember(out, s1, s2, key)
-                return j, out
-            out = merge(s1, st_else)
-            if out is not None:
-                correlate.remember(out, s1, st_else, key)
-            # 'if (!v) unlock(L);': L stays held on the paths where v is true
-            if s1 is not None and st_else is not None and c == i + 4 and \
-                    t[i + 2].text == "!" and t[i + 3].kind == "id":
-                for k, h in st_else.held.items():
-                    if k not in s1.held and k not in out.held and k != "irqs-off":
-                        out.cond[k] = (t[i + 3].text, h)
-            # 'if (c) { lock(L); v = true; }' with 'bool v = false': L is
-            # held on the paths where v is true
-            if s1 is not None and st_else is not None and not self.loops and \
-                    not self._jumped_back(i):
-                got = [k for k in s1.held if k not in st_else.held and k not in out.held
-                       and k != "irqs-off"]
-                v = self._flag_set(c + 1, j, i) if got else None
-                if v is not None:
-                    for k in got:
-                        out.cond[k] = (v, s1.held[k])
-            return j, out
-        if tx in ("while", "switch") and i + 1 < end and t[i + 1].text == "(":
-            c = self._match(i + 1)
-            st_body, st_exit = self.cond(i + 2, c, st)
-            if tx == "switch":
-                st_exit = None
-            forever = tx == "while" and [x.text for x in t[i + 2:c]] in (["1"], ["true"])
-            g = self.guards.test(t, i + 2, c, self.resolve) \
-                if tx == "while" and self.guards.any else None
-            return self._loop_body(c + 1, st_body, st_exit, end, switch=(tx == "switch"),
-                                   forever=forever, exit_guard=g)
-        if tx == "for" and i + 1 < end and t[i + 1].text == "(":
-            c = self._match(i + 1)
-            st = self.expr(i + 2, c, st)
-            # for (init; ; step): no condition, left only by break/return/goto
-            semis = [k for k in range(i + 2, c) if t[k].text == ";"]
-            forever = len(semis) == 2 and semis[1] == semis[0] + 1
-            return self._loop_body(c + 1, st, st, end, forever=forever)
+            return self._if_stmt(i, st, end)
+        if tx in ("while", "switch", "for") and i + 1 < end and t[i + 1].text == "(":
+            return self._loop_stmt(i, st, end)
         if tx == "do":
-            self.loops.append([None, None])
-            j, s = self.stmt(i + 1, st, end)
-            brk, cont = self.loops.pop()
-            s = merge(s, cont)
-            if j < end and t[j].text == "while" and j + 1 < end and t[j + 1].text == "(":
-                c = self._match(j + 1)
-                if s is not None:
-                    s = self.expr(j + 2, c, s)
-                j = c + 1
-                if j < end and t[j].text == ";":
-                    j += 1
-            return j, merge(s, brk)
+            return self._do_stmt(i, st, end)
         if tx == "return":
             j = self._find_semi(i, end)
             self.expr(i + 1, j, st)
@@ -217,6 +162,79 @@ class LockFlow(Conds):
         j = self._find_semi(i, end)
         st = self.expr(i, j, st)
         return j + 1, st
+
+    def _if_stmt(self, i, st, end):
+        """'if (...) S [else S]' at toks[i], with the flags a branch leaves
+        locks held under ('if (!v) unlock(L);', 'if (c) { lock(L); v = true; }')."""
+        t = self.t
+        c = self._match(i + 1)
+        st_then, st_else = self.cond(i + 2, c, st)
+        j, s1 = self.stmt(c + 1, st_then, end)
+        key = correlate.key_of(t, i + 2, c)
+        if j < end and t[j].text == "else":
+            j, s2 = self.stmt(j + 1, st_else, end)
+            out = merge(s1, s2)
+            if out is not None:
+                correlate.remember(out, s1, s2, key)
+            return j, out
+        out = merge(s1, st_else)
+        if out is not None:
+            correlate.remember(out, s1, st_else, key)
+        # 'if (!v) unlock(L);': L stays held on the paths where v is true
+        if s1 is not None and st_else is not None and c == i + 4 and \
+                t[i + 2].text == "!" and t[i + 3].kind == "id":
+            for k, h in st_else.held.items():
+                if k not in s1.held and k not in out.held and k != "irqs-off":
+                    out.cond[k] = (t[i + 3].text, h)
+        # 'if (c) { lock(L); v = true; }' with 'bool v = false': L is
+        # held on the paths where v is true
+        if s1 is not None and st_else is not None and not self.loops and \
+                not self._jumped_back(i):
+            got = [k for k in s1.held if k not in st_else.held and k not in out.held
+                   and k != "irqs-off"]
+            v = self._flag_set(c + 1, j, i) if got else None
+            if v is not None:
+                for k in got:
+                    out.cond[k] = (v, s1.held[k])
+        return j, out
+
+    def _loop_stmt(self, i, st, end):
+        """'while (...)', 'switch (...)' or 'for (...)' and its body at toks[i]."""
+        t = self.t
+        tx = t[i].text
+        if tx in ("while", "switch"):
+            c = self._match(i + 1)
+            st_body, st_exit = self.cond(i + 2, c, st)
+            if tx == "switch":
+                st_exit = None
+            forever = tx == "while" and [x.text for x in t[i + 2:c]] in (["1"], ["true"])
+            g = self.guards.test(t, i + 2, c, self.resolve) \
+                if tx == "while" and self.guards.any else None
+            return self._loop_body(c + 1, st_body, st_exit, end, switch=(tx == "switch"),
+                                   forever=forever, exit_guard=g)
+        # 'for'
+        c = self._match(i + 1)
+        st = self.expr(i + 2, c, st)
+        # for (init; ; step): no condition, left only by break/return/goto
+        semis = [k for k in range(i + 2, c) if t[k].text == ";"]
+        forever = len(semis) == 2 and semis[1] == semis[0] + 1
+        return self._loop_body(c + 1, st, st, end, forever=forever)
+
+    def _do_stmt(self, i, st, end):
+        """'do S while (...);' at toks[i]."""
+        t = self.t
+        self.loops.append([None, None])
+        j, s = self.stmt(i + 1, st, end)
+        brk, cont = self.loops.pop()
+        s = merge(s, cont)
+        if j < end and t[j].text == "while" and j + 1 < end and t[j + 1].text == "(":
+            c = self._match(j + 1)
+            if s is not None:
+                s = self.expr(j + 2, c, s)
+            j = c + 1
+            if j < end and t[j].text == ";":
+                j += 1
+        return j, merge(s, brk)
 
     def _loop_body(self, i, st_body, st_exit, end, switch=False, forever=False,
                    exit_guard=None):
