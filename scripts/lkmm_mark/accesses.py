@@ -218,7 +218,7 @@ class Accesses:
             return None
         if b - a == 1 and toks[a].kind == "id":
             return toks[a].text
-        first, last = toks[a], toks[b - 1]
+        last = toks[b - 1]
         r = self.by_range.get((file, last.line, last.ecol))
         if r is not None:
             return "%s.%s" % (r.struct, r.field) if r.struct else self._member_lock(r.field)

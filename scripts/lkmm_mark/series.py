@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 from . import evidence, helperstyle, helpertext, rewrite

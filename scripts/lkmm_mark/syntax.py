@@ -76,7 +76,7 @@ class Syntax:
         fn: yields (kind, info) with kind 'assigned', 'stored', 'returned',
         'arg' (callee, index) or 'other-arg'."""
         toks = self.src.toks[fn.file]
-        lo, hi = fn.body_start, fn.body_end
+        lo = fn.body_start
         for k in self._ids(fn).get(name, ()):
             prev, nxt = toks[k - 1].text, toks[k + 1].text
             if prev in (".", "->") or nxt in ("->", ".", "[", "("):

@@ -144,7 +144,6 @@ class Verdicts:
     def _read_verdict(self, a, info, locks, holds, ev):
         """A load."""
         cls = info["class"]
-        lk = info["lock"]
         name = info["field"]
         bl = info.get("bitop_locks")
         if cls == "atomic-bitops" and bl and _holds_any(a, bl):
