@@ -58,6 +58,29 @@ class SplitLoop(unittest.TestCase):
         self.assertTrue(all(o.pid == me and o.pair is objs[(o.n + 7) % 40] for o in objs))
 
 
+class NoFork(unittest.TestCase):
+    """Where fork() fails, both loops run wholly in this process."""
+    def setUp(self):
+        self.fork = os.fork
+
+        def failing():
+            raise OSError("no fork here")
+        os.fork = failing
+
+    def tearDown(self):
+        os.fork = self.fork
+
+    def test_split_loop(self):
+        objs = _objs()
+        split_loop(objs, _body(objs), lambda o: o.n % 2)
+        self.assertTrue(all(o.pid == os.getpid() and o.pair is objs[(o.n + 7) % 40]
+                            for o in objs))
+
+    def test_fork_map(self):
+        self.assertEqual(fork_map(list(range(10)), lambda x: (x, os.getpid()), lambda x: x % 2),
+                         [(x, os.getpid()) for x in range(10)])
+
+
 class ForkMap(unittest.TestCase):
     def test_same_as_map(self):
         items = list(range(100))

@@ -50,18 +50,38 @@ def _changes(obj, before):
     return out
 
 
-def _child(w, theirs, body, index):
-    code = 1
+def _beside(there, here):
+    """there() in a forked child while here() runs in this process: the
+    bytes there() returns, or None when fork() is not available or the
+    child failed (the caller then does the child's work itself)."""
     try:
-        before = [tuple(getattr(o, n, _UNSET) for n in _slots(o)) for o in theirs]
-        for o in theirs:
-            body(o)
-        out = [(index[id(o)], _changes(o, b)) for o, b in zip(theirs, before)]
-        with os.fdopen(w, "wb") as f:
-            _Out(f, index).dump(out)
-        code = 0
-    finally:
-        os._exit(code)
+        r, w = os.pipe()
+    except (AttributeError, OSError):
+        here()
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        here()
+        return None
+    if pid == 0:
+        os.close(r)
+        code = 1
+        try:
+            data = there()
+            with os.fdopen(w, "wb") as f:
+                f.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    here()
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    return data if status == 0 and data else None
 
 
 def split_loop(objs, body, in_child):
@@ -71,26 +91,22 @@ def split_loop(objs, body, in_child):
     theirs = [o for o in objs if in_child(o)]
     mine = [o for o in objs if not in_child(o)]
     index = {id(o): i for i, o in enumerate(objs)}
-    try:
-        r, w = os.pipe()
-        pid = os.fork()
-    except (AttributeError, OSError):
-        pid = None
-    if pid == 0:
-        os.close(r)
-        _child(w, theirs, body, index)
-    if pid is None:
-        for o in objs:
+
+    def there():
+        before = [tuple(getattr(o, n, _UNSET) for n in _slots(o)) for o in theirs]
+        for o in theirs:
             body(o)
-        return
-    os.close(w)
-    for o in mine:
-        body(o)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    _, status = os.waitpid(pid, 0)
-    if status != 0 or not data:
-        # the child failed: its half here (the same answers, one core)
+        buf = io.BytesIO()
+        _Out(buf, index).dump([(index[id(o)], _changes(o, b)) for o, b in zip(theirs, before)])
+        return buf.getvalue()
+
+    def here():
+        for o in mine:
+            body(o)
+
+    data = _beside(there, here)
+    if data is None:
+        # no child, or it failed: its half here (the same answers, one core)
         for o in theirs:
             body(o)
         return
@@ -104,36 +120,19 @@ def fork_map(items, fn, in_child):
     forked child (fn's results must pickle, and fn may change nothing the
     caller reads afterwards but its own caches)."""
     theirs = [i for i, x in enumerate(items) if in_child(x)]
-    try:
-        r, w = os.pipe()
-        pid = os.fork()
-    except (AttributeError, OSError):
-        pid = None
-    if pid == 0:
-        os.close(r)
-        code = 1
-        try:
-            out = [fn(items[i]) for i in theirs]
-            with os.fdopen(w, "wb") as f:
-                pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
-            code = 0
-        finally:
-            os._exit(code)
+    skip = set(theirs)
     res = [None] * len(items)
-    skip = set(theirs) if pid is not None else set()
-    if pid is not None:
-        os.close(w)
-    for i, x in enumerate(items):
-        if i not in skip:
-            res[i] = fn(x)
-    if pid is None:
-        return res
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    _, status = os.waitpid(pid, 0)
-    got = pickle.loads(data) if status == 0 and data else None
-    for n, i in enumerate(theirs):
-        res[i] = got[n] if got is not None else fn(items[i])
+
+    def here():
+        for i, x in enumerate(items):
+            if i not in skip:
+                res[i] = fn(x)
+
+    data = _beside(lambda: pickle.dumps([fn(items[i]) for i in theirs],
+                                        protocol=pickle.HIGHEST_PROTOCOL), here)
+    got = pickle.loads(data) if data is not None else [fn(items[i]) for i in theirs]
+    for i, v in zip(theirs, got):
+        res[i] = v
     return res
 
 
