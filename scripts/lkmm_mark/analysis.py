@@ -21,7 +21,8 @@ the ones before it set (each module's docstring says what it reads and sets):
                   the locks each access holds, execution contexts
   exclusions.py   the accesses that get no verdict of their own (with
                   detach.py and unpublished.py: windows in which a function
-                  owns an object it unlinked or has not published yet)
+                  owns an object it unlinked or has not published yet;
+                  values.py: branches no value of an enum field takes)
   protection.py   per field: its lock, lost updates, class
   races.py        what keeps two accesses apart without a common lock
   verdicts.py     each access's action, rule and reason
@@ -59,14 +60,15 @@ from .source import Access, Source, STORE_MACROS
 from .syntax import Syntax
 from .twostep import TwoStep
 from .unpublished import Unpublished
+from .values import FieldValues
 from .verdicts import Verdicts
 
 __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 
 class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, OpsEntry, Callers,
-               Escapes, Private, Detach, Unpublished, Owners, Exclusions, Protection, Races,
-               Verdicts, Contexts, Variants, Instances, Pairs, DoubleFetch, TwoStep):
+               Escapes, Private, Detach, Unpublished, Owners, FieldValues, Exclusions, Protection,
+               Races, Verdicts, Contexts, Variants, Instances, Pairs, DoubleFetch, TwoStep):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")

@@ -103,6 +103,9 @@ class Exclusions:
             return ("dead-code", self.dead[key])
         if a.line in self.dead_lines.get(a.file, ()):
             return ("dead-code", "inside a preprocessor block that is never compiled")
+        why = self.value_dead(a)
+        if why is not None:
+            return ("dead-code", why)
         if key in self.testonly and not a.test:
             return ("test-only", self.testonly[key])
         return None
