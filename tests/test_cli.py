@@ -159,6 +159,12 @@ class CliErrors(unittest.TestCase):
                  '[{"lock": "l", "mode": "shared"}]}}]}', "implies must map true or false"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "when_mentions": [0, "a.b"]}]}',
                  "when_mentions must be [argument number, struct.field] of a call guard"),
+                ('{"guards": [{"call": "f", "reason": "r", "under": "s.l"}]}',
+                 "under must be a lock name, on a field guard"),
+                ('{"guards": [{"field": "s.f", "reason": "r", "pinned": ["set"]}]}',
+                 "pinned must list states (set or null) of a guard with under"),
+                ('{"guards": [{"field": "s.f", "reason": "r", "under": "s.l", '
+                 '"pinned": ["true"]}]}', "pinned must list states"),
                 ('{"lock_functions": [{"name": "f", "op": "acquire", '
                  '"when_mentions": [1]}]}', "when_mentions must be"),
                 ('{"lock_functions": [{"name": "f", "op": "trylock", "lock": "l", '

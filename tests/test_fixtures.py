@@ -572,6 +572,25 @@ class DeclaredProtocols(unittest.TestCase):
             self.assertEqual(without[site], "READ_ONCE", site)
             self.assertNotIn(site, self.marks("state_guard"), site)
 
+    def test_a_state_pinned_by_an_assertion_against_one_the_lock_pins(self):
+        """pinned_state without its guard: grp_remove()'s read after
+        BUG_ON(!g->ro) races with the stores made where ro was found 0
+        under the lock; as a plain guard (no "under", no "pinned"), a
+        state found without the lock, one found before an unlock and an
+        assertion's state in a callee would keep apart what races."""
+        with_fact = self.marks("pinned_state")
+        self.assertNotIn(("grp_remove", "unusable"), with_fact)
+        for site in (("grp_remove", "spare"), ("grp_peek", "unusable"),
+                     ("grp_total", "unusable")):
+            self.assertEqual(with_fact[site], "READ_ONCE", site)
+        self.assertEqual(self.marks("pinned_state", "{}")[("grp_remove", "unusable")],
+                         "READ_ONCE")
+        plain = self.marks("pinned_state", json.dumps(
+            {"guards": [{"field": "grp.ro", "reason": "a count"}]}))
+        for site in (("grp_remove", "spare"), ("grp_peek", "unusable"),
+                     ("grp_total", "unusable")):
+            self.assertNotIn(site, plain, site)
+
     def test_a_weak_handle_still_pins_the_running_transaction(self):
         """transaction_pin without the handle's 'pin': the weak handle
         proves nothing, so the commit's store of the running transaction

@@ -64,7 +64,8 @@ NAMES = {
     "phases": [("struct", "struct"), ("before", "id"), ("after", "id")],
     "pseudo_locks": [("struct", "struct")],
     "instances": [("struct", "struct")],
-    "guards": [("field", "field"), ("call", "id"), ("when_mentions.1", "field")],
+    "guards": [("field", "field"), ("call", "id"), ("when_mentions.1", "field"),
+               ("under", "lock")],
 }
 
 

@@ -14,6 +14,16 @@ Two kinds:
   being set: it knows the state too.  A store to the field on the path
   sets what the path knows ('= NULL': null, another value: set).
 
+A field guard may name the lock every store of the field holds
+("under": L): a state a test finds then holds only while L is held (its
+release ends it, also in a callee entered with it), and a test made
+without L tells nothing; a store through '++' or '--' makes the state
+unknown, and a test of '!--x->f' sees the new value.  Such a guard may
+name states an assertion pins ("pinned": an assertion of the state says
+the function's caller keeps it so, e.g. holds a count it took): that
+state holds for the rest of the asserting function, without L, but is
+not handed to its callees, which may work on other objects.
+
 A known state is held as a group of a pseudo-lock named after the guard
 ('S.f{=set}:r' against 'S.f{=null}:r', 'f(){=true}:r' against
 'f(){=false}:r'): two groups of one lock exclude each other
@@ -33,12 +43,23 @@ from .lockstate import How
 from .tokutil import _split
 
 ASSIGN = {"=", "+=", "-=", "|=", "&=", "^=", "<<=", ">>="}
+STEP = ("++", "--")
 _MARKED = ("READ_ONCE", "data_race", "rcu_access_pointer")
+
+
+class Pinned(How):
+    """A guard state an assertion pinned for the rest of its function."""
+    __slots__ = ()
 
 
 class Guards:
     def __init__(self, specs, assertions=()):
         self.fields = {g["field"]: g for g in specs if g.get("field")}
+        # lock -> the guard fields whose states hold only while it is held
+        self.scoped = {}
+        for f, g in self.fields.items():
+            if g.get("under"):
+                self.scoped.setdefault(g["under"], []).append(f)
         self.calls = {}
         for g in specs:
             if g.get("call"):
@@ -73,6 +94,9 @@ class Guards:
                 hi -= 1
             else:
                 neg = not neg
+            lo += 1
+        if lo + 3 < hi and t[lo].text in STEP:
+            # '!--x->f': the test sees the value the step stored
             lo += 1
         if lo >= hi:
             return None
@@ -146,18 +170,27 @@ class Guards:
         return None
 
     # ----------------------------------------------------------- states
-    def enter(self, st, g, true_branch, line):
+    def enter(self, st, g, true_branch, line, asserted=False):
         """st with the state the branch knows (key, spec, when-true,
-        when-false)."""
+        when-false), or the state an assertion states."""
         key, spec, yes, no = g
         state = yes if true_branch else no
-        return self._with(st, key, spec, state, "tested", line)
+        pinned = asserted and state in spec.get("pinned", ())
+        return self._with(st, key, spec, state, "asserted" if asserted else "tested", line,
+                          pinned)
 
-    def _with(self, st, key, spec, state, how, line):
+    def _with(self, st, key, spec, state, how, line, pinned=False):
+        under = spec.get("under")
+        if under and not pinned and under not in st.held and under + ":r" not in st.held:
+            # known only under the lock every store holds: nothing learnt
+            return st
         st = st.copy()
         for k in [k for k in st.held if k.startswith(key + "{=")]:
             del st.held[k]
-        st.held["%s{=%s}:r" % (key, state)] = How("%s %s: %s" % (key, how, state), line)
+        what = "%s %s: %s" % (key, how, state)
+        if under and not pinned:
+            what += " (while %s is held)" % under
+        st.held["%s{=%s}:r" % (key, state)] = (Pinned if pinned else How)(what, line)
         for imp in spec.get("implies", {}).get(state, ()):
             st.held[mode_name(imp["lock"], imp)] = How(
                 "%s is %s (%s)" % (key, state, spec["reason"]), line)
@@ -166,10 +199,13 @@ class Guards:
     def at_member(self, t, k, hi, st, resolve, flo, fhi):
         """A store to a guarded field (toks[k] its member name): the path
         now knows the state it stored ('= NULL': null, any other value:
-        set); a compound assignment leaves it unknown."""
-        if k + 1 >= len(t) or t[k + 1].text not in ASSIGN or t[k - 1].text not in ("->", "."):
+        set); a compound assignment, '++' or '--' leaves it unknown."""
+        if k + 1 >= len(t) or t[k - 1].text not in ("->", "."):
             return st
         b = base_start(t, k - 1)
+        if t[k + 1].text not in ASSIGN and t[k + 1].text not in STEP and not (
+                b is not None and b > 0 and t[b - 1].text in STEP):
+            return st
         f = resolve(b, k + 1) if b is not None else None
         if f not in self.fields:
             return st
@@ -206,6 +242,26 @@ class Guards:
         if not deref:
             return st
         return self._with(st, f, self.fields[f], "set", "dereferenced", t[k].line)
+
+    # ------------------------------------------------------- lock scope
+    def released(self, st, gone):
+        """st (a copy the caller owns) after the locks gone were released:
+        the states known only under them are gone, also from the locks a
+        callee is entered with (killed)."""
+        for name in gone:
+            for f in self.scoped.get(name, ()):
+                for k in [k for k, h in st.held.items()
+                          if k.startswith(f + "{=") and not isinstance(h, Pinned)]:
+                    del st.held[k]
+                st.killed = st.killed | {"%s{=%s}:r" % (f, s) for s in ("set", "null")}
+
+    def for_call(self, st):
+        """st as a callee is entered with it: without pinned states."""
+        if not any(isinstance(h, Pinned) for h in st.held.values()):
+            return st
+        st = st.copy()
+        st.held = {k: h for k, h in st.held.items() if not isinstance(h, Pinned)}
+        return st
 
 
 def guard_struct(key):

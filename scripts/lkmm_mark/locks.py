@@ -422,7 +422,7 @@ class LockFlow(Conds):
                 st = self._asserted(k, st)
             if tk.kind == "id" and k + 1 < hi and t[k + 1].text == "(" and tk.text not in KEYWORDS:
                 spec = self.lockfns.get(tk.text)
-                self.res.calls.append((k, tk.text, st))
+                self.res.calls.append((k, tk.text, self.guards.for_call(st)))
                 if spec and not skip_events:
                     c = self._match(k + 1)
                     # record the argument tokens with the state before the call
@@ -447,7 +447,8 @@ class LockFlow(Conds):
         g = self.guards.test(self.t, k + 2, self._match(k + 1), self.resolve)
         if g is None:
             return st
-        return self.guards.enter(st, g, self.guards.asserts[self.t[k].text], self.t[k].line)
+        return self.guards.enter(st, g, self.guards.asserts[self.t[k].text], self.t[k].line,
+                                 asserted=True)
 
     def _apply(self, spec, name, st, line, k):
         op = spec["op"]
@@ -480,6 +481,7 @@ class LockFlow(Conds):
                 st.held.pop(nm, None)
                 st.cond.pop(nm, None)
             st.killed = st.killed | gone
+            self.guards.released(st, gone)
             self.res.events.append((k, "release", name))
         elif op == "assert":
             st.held[mode_name(name, spec)] = How(spec["name"], line)
@@ -494,6 +496,12 @@ class _NoGuards:
     any = False
     members = frozenset()
     asserts = {}
+
+    def released(self, st, gone):
+        pass
+
+    def for_call(self, st):
+        return st
 
 
 NO_GUARDS = _NoGuards()

@@ -35,7 +35,10 @@ def merge(a, b):
         return b.copy() if b is not None else None
     if b is None:
         return a.copy()
-    held = {k: v for k, v in a.held.items() if k in b.held}
+    # held on both paths; where one path's How is a plain one and the
+    # other's a subclass (a state that outlives a release), the plain one
+    held = {k: (b.held[k] if type(v) is not How and type(b.held[k]) is How else v)
+            for k, v in a.held.items() if k in b.held}
     killed = a.killed | b.killed
     # a lock released and taken again on one path (held) and untouched on
     # the other is held at the merge exactly when the function is entered

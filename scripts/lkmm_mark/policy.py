@@ -58,7 +58,7 @@ class Policies:
         self.phases = []           # {struct, before, after, reason}: one object's life-cycle order
         self.output_calls = set()  # format calls whose output the user reads (not a message)
         self.pseudo_locks = {}     # name -> {name, struct, reason}: a protocol that acts as a lock
-        self.guards = []           # {field or call, reason, implies}: a state a test splits (guards.py)
+        self.guards = []           # {field or call, reason, implies, under, pinned}: guards.py
         self.state_assertions = []  # {call, holds, reason}: an assertion of a guard's state
         self.variants = {}         # struct -> {field, lookups, reason}: two kinds of object (variants.py)
         self.work_items = []       # {call, work, fn, reason}: a non-reentrant work item's registration
@@ -370,6 +370,14 @@ def _guards(P, f, entries):
                     x.get("mode") in ("read", "exclusive") for x in v) for v in imp.values()):
             raise _err(f, "guards %s: implies must map %s to lists of {\"lock\", "
                        "\"mode\": read or exclusive}", c[kinds[0]], " or ".join(states))
+        under, pinned = c.get("under"), c.get("pinned")
+        if under is not None and not (kinds[0] == "field" and isinstance(under, str)):
+            raise _err(f, "guards %s: under must be a lock name, on a field guard",
+                       c[kinds[0]])
+        if pinned is not None and not (under and isinstance(pinned, list) and
+                                       all(x in states for x in pinned)):
+            raise _err(f, "guards %s: pinned must list states (%s) of a guard with under",
+                       c[kinds[0]], " or ".join(states))
         P.guards.append(c)
 
 
