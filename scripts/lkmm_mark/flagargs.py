@@ -14,11 +14,16 @@ pass true, says nothing about the locks that protect the store: the
 calling contexts of an access are those of the call sites that can reach
 it (callers.py: attach_held() and lockset_chains() ask reaching_sites()).
 
-A guard here is a condition that is a parameter alone ('p' or '!p'), of
-an if whose then-branch or else-branch holds the access, or of an early
-'if (p) return ...;' before it, with the parameter never assigned in the
-function.  A call contradicts it when it passes a literal of the other
-truth: true, false, 0, 1 or NULL.
+A guard here is a condition that tests a parameter alone ('p', '!p', or
+a comparison with a literal, 'p > 0'), or one of those before '&& ...',
+of an if whose then-branch or else-branch holds the access, or of an
+early 'if (p) return ...;' before it, with the parameter assigned only
+inside the ranges of that same test (a search that shrinks a size it
+has tested, 'if (grow > 0) { grow -= hdr; ... }').  A call
+contradicts it when it passes a literal that fails the test: true,
+false, NULL or an integer.  nullargs.py asks the same of the argument
+values a chain of calls hands down (a handle that is NULL only in calls
+that pass a zero size).
 
 Reads .src, .params(), ._bare_uses(), ._call_args(), .sites_of().  Sets
 nothing but its cache (_flagcache).
@@ -26,21 +31,24 @@ nothing but its cache (_flagcache).
 from . import csrc
 from .tokutil import _branch_end, _open_blocks
 
-_LITERAL = {"true": True, "false": False, "0": False, "1": True, "NULL": False}
+_NEG = {"!=": "==", "==": "!=", ">": "<=", "<=": ">", "<": ">=", ">=": "<"}
 
 
 class FlagArgs:
     def flag_guards(self, fn, k):
-        """((parameter index, truth), ...): the parameters toks[k] of fn is
-        reached only when they have that truth."""
-        return tuple((n, truth) for lo, hi, n, truth in self._flag_ranges(fn)
+        """((parameter index, op, literal), ...): toks[k] of fn is reached
+        only when each of those parameters, as passed, has 'p op literal'."""
+        return tuple((n, op, lit) for lo, hi, n, op, lit in self._flag_ranges(fn)
                      if lo < k <= hi)
 
     def _flag_ranges(self, fn):
-        """[(from, to, parameter index, truth)]: the token ranges of fn
-        reached only when a parameter has that truth (the branches of
-        'if (p)' and 'if (!p)', and what follows 'if (p) return ...;' at
-        the top level of the body)."""
+        """[(from, to, parameter index, op, literal)]: the token ranges of
+        fn reached only when a parameter has 'p op literal' (the branches
+        of 'if (p)', 'if (!p)', 'if (p > 0)', and what follows
+        'if (p) return ...;' at the top level of the body).  A parameter
+        assigned in fn keeps the ranges of a test when every assignment is
+        inside a range of that same test: a call whose value fails it
+        never enters one, so the value stays the one passed."""
         memo = self.__dict__.setdefault("_flagranges", {})
         key = (fn.file, fn.body_start)
         if key in memo:
@@ -52,39 +60,29 @@ class FlagArgs:
             if toks[i].text != "if" or toks[i + 1].text != "(":
                 continue
             close = csrc.match_paren(toks, i + 1)
-            g = self._param_test(fn, toks, i + 2, close, names)
+            g = _param_test(toks, i + 2, close, names)
             if g is None:
                 continue
-            n, truth, whole = g
+            n, op, lit, whole = g
             end = _branch_end(toks, close + 1, fn.body_end)
-            out.append((close, end - 1, n, truth))
+            out.append((close, end - 1, n, op, lit))
             if not whole:
                 continue                # 'if (p && x)': p's truth is known in the branch only
             if toks[end + 1].text == "else":
-                out.append((end, _branch_end(toks, end + 2, fn.body_end), n, not truth))
+                out.append((end, _branch_end(toks, end + 2, fn.body_end), n, _NEG[op], lit))
             elif toks[close + 1].text == "return" and \
                     next(_open_blocks(toks, fn.body_start, i), None) == fn.body_start:
-                out.append((end, fn.body_end, n, not truth))
+                out.append((end, fn.body_end, n, _NEG[op], lit))
+        out = [r for r in out if self._kept_by_test(fn, names[r[2]], r, out)]
         memo[key] = out
         return out
 
-    def _param_test(self, fn, toks, lo, hi, names):
-        """(index, truth, whole) when toks[lo:hi] is 'p' or '!p' of a
-        parameter p that fn never assigns (whole), or 'p && ...' (not
-        whole: p is true where the condition is), else None."""
-        if hi - lo > 2 and toks[lo].kind == "id" and toks[lo + 1].text == "&&" and \
-                not any(toks[j].text in ("||", "?") for j in range(lo + 2, hi)):
-            g = self._param_test(fn, toks, lo, lo + 1, names)
-            return (g[0], g[1], False) if g else None
-        neg = hi - lo == 2 and toks[lo].text == "!"
-        if hi - lo != 1 and not neg:
-            return None
-        p = toks[hi - 1].text
-        if toks[hi - 1].kind != "id" or p not in names:
-            return None
-        if any(kind == "assigned" for kind, _ in self._bare_uses(fn, p)):
-            return None
-        return names.index(p), not neg, True
+    def _kept_by_test(self, fn, p, r, ranges):
+        """Every assignment of parameter p in fn is inside a range of the
+        same test as r (so the value r's test sees is the one passed)."""
+        same = [x for x in ranges if x[2:] == r[2:]]
+        return all(any(lo < k <= hi for lo, hi, _, _, _ in same)
+                   for kind, k in self._bare_uses(fn, p) if kind == "assigned")
 
     def reaching_sites(self, a):
         """The call sites of a's function that can reach a, when some of
@@ -115,9 +113,63 @@ class FlagArgs:
         caller, _, k = site
         args = self._call_args(caller.file, k) or ()
         toks = self.src.toks[caller.file]
-        for n, truth in guards:
-            if n < len(args):
-                a, b = args[n]
-                if b - a == 1 and _LITERAL.get(toks[a].text, truth) != truth:
-                    return True
-        return False
+        return any(n < len(args) and not holds(literal_value(toks, *args[n]), op, lit)
+                   for n, op, lit in guards)
+
+
+def literal_value(toks, a, b):
+    """The integer value of toks[a:b] when it is a literal (true, false,
+    NULL, 0, 1, -1, 0x10, 4096U), else None."""
+    neg = b - a == 2 and toks[a].text == "-"
+    if b - a != 1 and not neg:
+        return None
+    x = toks[b - 1].text
+    if x in _NAMED:
+        return None if neg else _NAMED[x]
+    try:
+        v = int(x.rstrip("uUlL"), 0)
+    except ValueError:
+        return None
+    return -v if neg else v
+
+
+_NAMED = {"true": 1, "false": 0, "NULL": 0}
+
+
+def holds(v, op, lit):
+    """Whether a value v (an integer, a set of the integers it may be, or
+    None: not known) can have 'v op lit'."""
+    if v is None:
+        return True
+    return any({"!=": x != lit, "==": x == lit, ">": x > lit, "<": x < lit,
+                ">=": x >= lit, "<=": x <= lit}[op]
+               for x in (v if isinstance(v, frozenset) else (v,)))
+
+
+def _param_test(toks, lo, hi, names):
+    """(index, op, literal, whole) when toks[lo:hi] is 'p', '!p' or 'p op
+    literal' of a parameter p (whole), or one of them followed by '&& ...'
+    (not whole: the test holds where the condition does), else None."""
+    if any(toks[j].text in ("||", "?") for j in range(lo, hi)):
+        return None
+    depth = 0
+    for j in range(lo, hi):
+        depth += toks[j].text in ("(", "[") and 1 or toks[j].text in (")", "]") and -1 or 0
+        if depth == 0 and toks[j].text == "&&":
+            g = _param_test(toks, lo, j, names)
+            return g[:3] + (False,) if g else None
+    while hi - lo > 2 and toks[lo].text == "(" and csrc.match_paren(toks, lo) == hi - 1:
+        lo, hi = lo + 1, hi - 1
+    if hi - lo in (3, 4) and toks[lo + 1].text in _NEG:
+        lit = literal_value(toks, lo + 2, hi)
+        op = toks[lo + 1].text
+    elif hi - lo in (1, 2):
+        lit, op = 0, ("==" if hi - lo == 2 else "!=")
+        if hi - lo == 2 and toks[lo].text != "!":
+            return None
+        lo = hi - 1
+    else:
+        return None
+    if lit is None or toks[lo].kind != "id" or toks[lo].text not in names:
+        return None
+    return names.index(toks[lo].text), op, lit, True
