@@ -73,6 +73,53 @@ class FlagArgument(unittest.TestCase):
         self.assertEqual(got[("space_note", "noted")], ("WRITE_ONCE", "unlocked-write"))
 
 
+class NullHandle(unittest.TestCase):
+    """Fixture null_handle with a NULL call that reaches what the others
+    do not: the handle's pin is lost there, and the load races with the
+    commit's store again (nullargs.py is what kept them apart)."""
+
+    def _running(self, old, new):
+        A, text = analyse_edited(self, "null_handle", "null.c", old, new)
+        return {(a.fn, a.line): a.action for a in A.accesses
+                if a.field == "running" and a.kind == "read"}, text.splitlines()
+
+    def test_a_null_search_that_inserts_reaches_the_split(self):
+        got, lines = self._running("return search(NULL, fs, 0, 0);",
+                                   "return search(NULL, fs, 16, 0);")
+        line = lines.index("static void clean_block(struct fs4 *fs)") + 3
+        self.assertEqual(got[("clean_block", line)], "READ_ONCE")
+
+    def test_a_macro_that_passes_an_unknown_size(self):
+        got, lines = self._running("search(NULL, (fs), 0, 0)", "search(NULL, (fs), ret, 0)")
+        line = lines.index("static void clean_block(struct fs4 *fs)") + 3
+        self.assertEqual(got[("clean_block", line)], "READ_ONCE")
+
+    def test_a_size_assigned_outside_its_test(self):
+        """ins_len set before the test: the value it tests is not the one
+        the NULL calls pass."""
+        got, lines = self._running("\tif (ins_len > 0) {\n\t\tins_len -= 8;",
+                                   "\tins_len += 8;\n\tif (ins_len > 0) {")
+        line = lines.index("static void clean_block(struct fs4 *fs)") + 3
+        self.assertEqual(got[("clean_block", line)], "READ_ONCE")
+
+    def test_after_an_early_return_on_null(self):
+        """commit_phase's maybe_in_trans() reading after 'if (!trans)
+        return 0;': it has a handle there, and the store of last_commit
+        in the critical section excludes it."""
+        A, _ = analyse_edited(self, "commit_phase", "trans.c",
+                              "\t\treturn fs->last_commit;\n\treturn 0;",
+                              "\t\treturn 0;\n\treturn fs->last_commit;")
+        got = {(a.fn, a.kind): a.action for a in A.accesses if a.field == "last_commit"}
+        self.assertEqual(got[("maybe_in_trans", "read")], "none")
+        self.assertEqual(got[("commit_transaction", "write")], "none")
+
+    def test_a_branch_on_something_else_than_the_handle(self):
+        got, lines = self._running("\tif (trans)\n\t\tuse(fs->running);",
+                                   "\tif (fs->running)\n\t\tuse(fs->running);")
+        line = lines.index("\tif (trans)") + 2
+        self.assertEqual(got[("walk", line)], "READ_ONCE")
+
+
 class MarkedGuard(unittest.TestCase):
     def test_a_local_loaded_with_read_once_tests_the_guard(self):
         """state_guard as a patched tree has it: 'q = READ_ONCE(f->quota_root);

@@ -48,6 +48,7 @@ from .exclusions import Exclusions
 from .flagargs import FlagArgs
 from .instances import Instances
 from .lockmodes import declare_exclusions
+from .nullargs import NullArgs
 from .opsentry import OpsEntry
 from .variants import Variants
 from .owners import Owners
@@ -66,9 +67,10 @@ from .verdicts import Verdicts
 __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 
-class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, OpsEntry, Callers,
-               Escapes, Private, Detach, Unpublished, Owners, FieldValues, Exclusions, Protection,
-               Races, Verdicts, Contexts, Variants, Instances, Pairs, DoubleFetch, TwoStep):
+class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, NullArgs, OpsEntry,
+               Callers, Escapes, Private, Detach, Unpublished, Owners, FieldValues, Exclusions,
+               Protection, Races, Verdicts, Contexts, Variants, Instances, Pairs, DoubleFetch,
+               TwoStep):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")
@@ -110,12 +112,15 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, Ops
         self.run_flow()
         self.call_graph(scan() if scan is not None else None)
         self.constructors = self.find_constructors()
+        # a NULL handle's calls, and where a handle is there after all
+        self.handle_tests()
         # owner parameters first: _detached() (_asserted_off_list()) needs them
         self.owner_params()
         self.param_escapes()
         self.private_params()
         self.entry_locks()
         self.cond_params()
+        self.handle_tests()             # again in the flows cond_params() ran again
         self.attach_held()
         self.apply_exclusions()
         self.owner_reads()

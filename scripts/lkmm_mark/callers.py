@@ -24,7 +24,7 @@ from .lockstate import How
 from .guards import guard_struct
 from .source import _short
 from .forksplit import by_group, fork_map
-from .tokutil import _asserted_set, _null_tested, _split
+from .tokutil import _split
 
 # how entry_locks() names a lock every caller holds
 _BY_CALLERS = "held by all"
@@ -272,106 +272,6 @@ class Callers:
                             fn.line)
         return out
 
-    def _null_params(self):
-        """(function key, parameter) of the param_locks types that may be
-        NULL or weak: the function tests it, a caller passes NULL, or a
-        caller passes such a parameter of its own that it does not test
-        itself (fixed point; a function that tests its handle guards the
-        calls that need one: a tree search takes NULL for a read-only
-        search and copies on write, with the handle, only when it has
-        one), or a handle from a weak source.  A function that
-        dereferences the parameter and never tests it relies on a handle:
-        only a weak one makes it maybe (a copy-on-write function: 'must
-        happen through a running transaction')."""
-        c = getattr(self, "_nullp", None)
-        if c is not None:
-            return c
-        cand, maybe, tested, relies = self._handle_params()
-        weak_locals = self._weak_locals()
-        weak = set()
-        # maybe NULL, weak or not: no handle at all, not even a weak one's pin
-        null = set(maybe)
-        changed = True
-        while changed:
-            changed = False
-            for key, ps in cand.items():
-                fn = self.src.funcs[key]
-                for n, p in ps.items():
-                    if (key, p) in maybe and (key, p) in weak and (key, p) in null:
-                        continue
-                    for (caller, st, k) in self.live_sites(self.sites_of(fn)):
-                        x = self._arg_token(caller, k, n)
-                        ck = ((caller.file, caller.name), x)
-                        is_weak = x in weak_locals.get((caller.file, caller.name), ()) or \
-                            ck in weak
-                        is_null = (key, p) not in relies and (
-                            x in ("NULL", "0") or (ck in null and ck not in tested))
-                        # maybe is weak or null (what is maybe is one or both)
-                        is_maybe = is_weak or is_null
-                        for flag, s in ((is_weak, weak), (is_maybe, maybe), (is_null, null)):
-                            if flag and (key, p) not in s:
-                                s.add((key, p))
-                                changed = True
-        self._nullp = maybe
-        self._nullp_only = null
-        return maybe
-
-    def _arg_token(self, caller, k, n):
-        """The one token of argument n of the call at toks[k], or None."""
-        args = self._call_args(caller.file, k)
-        if not args or n >= len(args):
-            return None
-        a, b = args[n]
-        return self.src.toks[caller.file][a].text if b - a == 1 else None
-
-    def _handle_params(self):
-        """(function key -> {index: name} of its param_locks parameters,
-        those that may be NULL in the function itself, those it tests,
-        those it dereferences without a test)."""
-        cand = {}
-        maybe = set()
-        tested = set()
-        relies = set()
-        # assertions that hold their argument true ('ASSERT(trans)')
-        asserts = {c["call"] for c in self.P.state_assertions if c["holds"] is True}
-        for key, fn in self.src.funcs.items():
-            types = None
-            for n, p in enumerate(self.params(fn)):
-                if not p:
-                    continue
-                if types is None:
-                    types = self._decl_types(fn)
-                if types.get(p) in self.P.param_locks:
-                    cand.setdefault(key, {})[n] = p
-                    toks = self.src.toks[fn.file]
-                    if _null_tested(toks, fn.body_start, fn.body_end, p):
-                        maybe.add((key, p))
-                        tested.add((key, p))
-                    elif fn.name in self.macro_used:
-                        # called from a macro body: the handles its callers
-                        # pass are not seen (a weak one among them)
-                        maybe.add((key, p))
-                    elif _derefs(toks, fn.body_start, fn.body_end, p) or \
-                            _asserted_set(toks, fn.body_start, fn.body_end, p, asserts):
-                        relies.add((key, p))
-        return cand, maybe, tested, relies
-
-    def _weak_locals(self):
-        """function key -> its locals assigned a handle from a weak source
-        (policies 'param_locks' 'weak_sources')."""
-        weak_src = set()
-        for spec in self.P.param_locks.values():
-            weak_src |= set(spec.get("weak_sources", ()))
-        weak_locals = {}
-        if weak_src:
-            for key, fn in self.src.funcs.items():
-                toks = self.src.toks[fn.file]
-                for k in range(fn.body_start, fn.body_end - 3):
-                    if toks[k].kind == "id" and toks[k + 1].text == "=" and \
-                            toks[k + 2].text in weak_src and toks[k + 3].text == "(":
-                        weak_locals.setdefault(key, set()).add(toks[k].text)
-        return weak_locals
-
     def attach_held(self):
         for a in self.accesses:
             if a.func is None or a.tok is None:
@@ -575,10 +475,3 @@ def _own_guards(held, struct):
     a field's state keeps apart only accesses to its own object)."""
     drop = {n for n in held if "{" in n and guard_struct(n) not in (None, struct)}
     return held - drop if drop else held
-
-
-def _derefs(toks, lo, hi, p):
-    """toks[lo:hi] dereferences p ('p->x'); with no NULL test of p in
-    it (_null_tested()), the code relies on p being set."""
-    return any(toks[k].text == p and toks[k + 1].text == "->" and
-               toks[k - 1].text not in (".", "->") for k in range(lo, hi - 1))
