@@ -25,7 +25,7 @@ false, NULL or an integer.  nullargs.py asks the same of the argument
 values a chain of calls hands down (a handle that is NULL only in calls
 that pass a zero size).
 
-Reads .src, .params(), ._bare_uses(), ._call_args(), .sites_of().  Sets
+Reads .src, .params(), ._call_args(), .sites_of().  Sets
 nothing but its cache (_flagcache).
 """
 from . import csrc
@@ -81,8 +81,9 @@ class FlagArgs:
         """Every assignment of parameter p in fn is inside a range of the
         same test as r (so the value r's test sees is the one passed)."""
         same = [x for x in ranges if x[2:] == r[2:]]
+        toks = self.src.toks[fn.file]
         return all(any(lo < k <= hi for lo, hi, _, _, _ in same)
-                   for kind, k in self._bare_uses(fn, p) if kind == "assigned")
+                   for k in assigned_at(toks, fn.body_start, fn.body_end, p))
 
     def reaching_sites(self, a):
         """The call sites of a's function that can reach a, when some of
@@ -115,6 +116,17 @@ class FlagArgs:
         toks = self.src.toks[caller.file]
         return any(n < len(args) and not holds(literal_value(toks, *args[n]), op, lit)
                    for n, op, lit in guards)
+
+
+_ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "|=", "&=", "^=", "<<=", ">>=", "++", "--"}
+
+
+def assigned_at(toks, lo, hi, name):
+    """The tokens of toks[lo:hi] where the variable name may change: an
+    assignment of any kind, '++'/'--', or its address taken ('&name')."""
+    return [k for k in range(lo + 1, hi) if toks[k].text == name and toks[k].kind == "id" and
+            toks[k - 1].text not in (".", "->") and
+            (toks[k + 1].text in _ASSIGN_OPS or toks[k - 1].text in ("++", "--", "&"))]
 
 
 def literal_value(toks, a, b):

@@ -37,7 +37,7 @@ P.param_locks, P.state_assertions.  Sets ._nullp (maybe NULL or weak),
 changes the states of .flows and .calls.
 """
 from . import csrc
-from .flagargs import holds, literal_value
+from .flagargs import assigned_at, holds, literal_value
 from .lockmodes import mode_name
 from .lockstate import How, State
 from .tokutil import _asserted_set, _null_tested, _split
@@ -193,12 +193,7 @@ class NullArgs:
         parameter never assigned (what v knows of it), a local assigned
         once, where it is declared, from literals; else None."""
         toks = self.src.toks[fn.file]
-        sets = []
-        for kind, j in self._bare_uses(fn, x):
-            if kind == "stored" and toks[j - 1].text == "&":
-                return None
-            if kind == "assigned":
-                sets.append(j)
+        sets = assigned_at(toks, fn.body_start, fn.body_end, x)
         if x in names:
             return v[names.index(x)] if v is not None and not sets else None
         if len(sets) != 1 or toks[sets[0] + 1].text != "=" or \
