@@ -160,7 +160,9 @@ class CliErrors(unittest.TestCase):
                 ('{"guards": [{"field": "s.f", "reason": "r", "when_mentions": [0, "a.b"]}]}',
                  "when_mentions must be [argument number, struct.field] of a call guard"),
                 ('{"guards": [{"call": "f", "reason": "r", "under": "s.l"}]}',
-                 "under must be a lock name, on a field guard"),
+                 "under must be a lock name or a list of them, on a field guard"),
+                ('{"guards": [{"field": "s.f", "reason": "r", "under": []}]}',
+                 "under must be a lock name or a list of them"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "pinned": ["set"]}]}',
                  "pinned must list states (set or null) of a guard with under"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "under": "s.l", '

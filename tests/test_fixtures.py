@@ -638,6 +638,33 @@ class DeclaredProtocols(unittest.TestCase):
                      ("grp_total", "unusable")):
             self.assertNotIn(site, plain, site)
 
+    def test_a_state_known_on_a_path_until_the_function_publishes_it(self):
+        """published_on_path: quota_reserve()'s load of ulist races with
+        no store of quota_enable() only with all three of the guard's
+        locks (the test made under ioctl_lock holds while sem is held,
+        and the second test's true branch is then never taken), with ret
+        known 0 after the publication ('if (!ret)', 'ret = 0') and with
+        that branch left out; quota_peek()'s test without any of them
+        tells nothing."""
+        from lkmm_mark import correlate, guards
+        site = ("quota_reserve", "ulist")
+        got = self.marks("published_on_path")
+        self.assertNotIn(site, got)
+        self.assertEqual(got[("quota_peek", "ulist")], "READ_ONCE")
+        one = '{"guards": [{"field": "qfs.root", "under": "qfs.lock", "reason": "r"}]}'
+        for pol in ("{}", one):
+            self.assertEqual(self.marks("published_on_path", pol)[site], "READ_ONCE", pol)
+        orig = correlate.zero_test, guards.Guards.enter
+        try:
+            correlate.zero_test = lambda *a: None
+            self.assertEqual(self.marks("published_on_path")[site], "READ_ONCE")
+            correlate.zero_test = orig[0]
+            guards.Guards.enter = lambda self, st, g, yes, line, asserted=False: self._with(
+                st, g[0], g[1], g[2] if yes else g[3], "tested", line)
+            self.assertEqual(self.marks("published_on_path")[site], "READ_ONCE")
+        finally:
+            correlate.zero_test, guards.Guards.enter = orig
+
     def test_a_weak_handle_still_pins_the_running_transaction(self):
         """transaction_pin without the handle's 'pin': the weak handle
         proves nothing, so the commit's store of the running transaction

@@ -73,3 +73,109 @@ def held_when(cond, key):
     if key is None:
         return {}
     return {k: h for k, (v, h) in cond.items() if v == key}
+
+
+# ------------------------------------------------------ variables known 0
+# A local variable stored 0 ('int ret = 0;', 'ret = 0;') or tested 0 ('if
+# (!ret)' then, 'if (ret)' else) is known 0 on that path until a store to
+# it, a call that may change it (its address taken anywhere in the
+# function, or the whole variable handed to a call, which may be a macro
+# that assigns it) or a loop that does.  lockstate.merge() turns a guard's
+# state held on one side of a join, where the variable is known 0 on the
+# other, into a state held wherever the variable is not 0.
+_NOT_LOCAL = {"return", "goto", "else", "do", "case", "sizeof", "typeof", "__typeof__"}
+_NOT_CALL = {"if", "while", "for", "switch", "return", "sizeof", "typeof", "__typeof__",
+             "__typeof", "_Alignof", "__alignof__"}
+
+
+def tracked_locals(t, lo, hi):
+    """The variables the function toks[lo:hi] declares ('T v =', 'T v;',
+    'T v,') whose address it never takes."""
+    decl, addr = set(), set()
+    for k in range(lo + 1, hi - 1):
+        x = t[k]
+        if x.kind != "id":
+            continue
+        p = t[k - 1]
+        if p.text == "&":
+            addr.add(x.text)
+        elif p.kind == "id" and p.text not in _NOT_LOCAL and \
+                t[k + 1].text in ("=", ";", ",") and t[k - 2].text in ("{", ";", "}", ","):
+            decl.add(x.text)
+    return frozenset(decl - addr)
+
+
+def zero_step(t, k, st):
+    """st after toks[k], a tracked local: known 0 after 'v = 0', forgotten
+    after any other store or when handed whole to a call."""
+    v = t[k].text
+    nxt = t[k + 1].text
+    if t[k - 1].text in (".", "->"):
+        return st
+    if nxt == "=" and t[k + 2].text == "0" and t[k + 3].text in (";", ","):
+        if v in st.zero:
+            return st
+        st = st.copy()
+        st.zero = st.zero | {v}
+        return st
+    kept = [x for x, (w, _) in st.cond.items() if w == v and "{=" in x]
+    if v not in st.zero and not kept:
+        return st
+    passed = t[k - 1].text in ("(", ",") and nxt in (")", ",") and _call_arg(t, k)
+    if passed or nxt in _ASSIGN or t[k - 1].text in ("++", "--"):
+        # a macro handed v may store to it: what v said is gone
+        st = st.copy()
+        st.zero = st.zero - {v}
+        for x in kept if passed else ():
+            del st.cond[x]
+    return st
+
+
+def _call_arg(t, k):
+    """toks[k] is a whole argument of a call (or a macro)."""
+    depth = 0
+    for j in range(k - 1, max(k - 300, 0), -1):
+        x = t[j].text
+        if x in (")", "]", "}"):
+            depth += 1
+        elif x in ("(", "[", "{"):
+            if depth == 0:
+                return x == "(" and t[j - 1].kind == "id" and t[j - 1].text not in _NOT_CALL
+            depth -= 1
+        elif x == ";" and depth == 0:
+            return False
+    return True
+
+
+def zero_test(t, lo, hi, tracked):
+    """(v, True) when the condition toks[lo:hi] is true only with the
+    tracked local v 0 ('!v', 'v == 0'), (v, False) when it is false only
+    then ('v', 'v != 0'); else None."""
+    xs = [x.text for x in t[lo:hi]]
+    if len(xs) == 1 and xs[0] in tracked:
+        return xs[0], False
+    if len(xs) == 2 and xs[0] == "!" and xs[1] in tracked:
+        return xs[1], True
+    if len(xs) == 3 and xs[0] in tracked and xs[2] == "0" and xs[1] in ("==", "!="):
+        return xs[0], xs[1] == "=="
+    return None
+
+
+def known_zero(st, v):
+    """A copy of st that knows v is 0."""
+    st = st.copy()
+    st.zero = st.zero | {v}
+    return st
+
+
+def forget_in(t, lo, hi, st):
+    """st without the variables known 0 that toks[lo:hi] names (a loop's
+    body, or what a backward goto repeats)."""
+    if st is None or not st.zero:
+        return st
+    vs = {t[k].text for k in range(lo, hi) if t[k].text in st.zero}
+    if not vs:
+        return st
+    st = st.copy()
+    st.zero = st.zero - vs
+    return st

@@ -15,10 +15,13 @@ Two kinds:
   sets what the path knows ('= NULL': null, another value: set).
 
 A field guard may name the lock every store of the field holds
-("under": L): a state a test finds then holds only while L is held (its
-release ends it, also in a callee entered with it), and a test made
-without L tells nothing; a store through '++' or '--' makes the state
-unknown, and a test of '!--x->f' sees the new value.  Such a guard may
+("under": L, or a list of such locks): a state a test finds then holds
+only while L is held (its release ends it, unless another of the list is
+still held, and ends it in a callee entered with it), a test made without
+L tells nothing, and a test that finds the other state while the first
+is known is a branch never taken (the flow leaves it out); a store
+through '++' or '--' makes the state unknown, and a test of '!--x->f'
+sees the new value.  Such a guard may
 name states an assertion pins ("pinned": an assertion of the state says
 the function's caller keeps it so, e.g. holds a count it took): that
 state holds for the rest of the asserting function, without L, but is
@@ -58,8 +61,8 @@ class Guards:
         # lock -> the guard fields whose states hold only while it is held
         self.scoped = {}
         for f, g in self.fields.items():
-            if g.get("under"):
-                self.scoped.setdefault(g["under"], []).append(f)
+            for lock in unders(g):
+                self.scoped.setdefault(lock, []).append(f)
         self.calls = {}
         for g in specs:
             if g.get("call"):
@@ -176,20 +179,23 @@ class Guards:
         key, spec, yes, no = g
         state = yes if true_branch else no
         pinned = asserted and state in spec.get("pinned", ())
+        if not asserted and spec.get("under") and any(
+                k.startswith(key + "{=") and k != "%s{=%s}:r" % (key, state) for k in st.held):
+            # a state known while a lock every store holds is still held
+            # cannot be tested otherwise: the branch is never taken
+            return None
         return self._with(st, key, spec, state, "asserted" if asserted else "tested", line,
                           pinned)
 
     def _with(self, st, key, spec, state, how, line, pinned=False):
-        under = spec.get("under")
-        if under and not pinned and under not in st.held and under + ":r" not in st.held:
-            # known only under the lock every store holds: nothing learnt
+        under = [u for u in unders(spec) if u in st.held or u + ":r" in st.held]
+        if spec.get("under") and not pinned and not under:
+            # known only under a lock every store holds: nothing learnt
             return st
-        st = st.copy()
-        for k in [k for k in st.held if k.startswith(key + "{=")]:
-            del st.held[k]
+        st = _forget(st, key)
         what = "%s %s: %s" % (key, how, state)
         if under and not pinned:
-            what += " (while %s is held)" % under
+            what += " (while %s is held)" % " or ".join(under)
         st.held["%s{=%s}:r" % (key, state)] = (Pinned if pinned else How)(what, line)
         for imp in spec.get("implies", {}).get(state, ()):
             st.held[mode_name(imp["lock"], imp)] = How(
@@ -213,10 +219,7 @@ class Guards:
             null = t[k + 2].text == "NULL" and t[k + 3].text == ";"
             return self._with(st, f, self.fields[f], "null" if null else "set", "stored",
                               t[k].line)
-        st = st.copy()
-        for x in [x for x in st.held if x.startswith(f + "{=")]:
-            del st.held[x]
-        return st
+        return _forget(st, f)
 
     def deref_state(self, t, k, st, resolve, fhi):
         """The state at a load of a guarded field (toks[k] its member
@@ -250,9 +253,15 @@ class Guards:
         callee is entered with (killed)."""
         for name in gone:
             for f in self.scoped.get(name, ()):
-                for k in [k for k, h in st.held.items()
-                          if k.startswith(f + "{=") and not isinstance(h, Pinned)]:
-                    del st.held[k]
+                # the states the function found hold while another lock
+                # every store holds is still held; the caller's may not
+                if not any(u in st.held or u + ":r" in st.held
+                           for u in unders(self.fields[f]) if u not in gone):
+                    for k in [k for k, h in st.held.items()
+                              if k.startswith(f + "{=") and not isinstance(h, Pinned)]:
+                        del st.held[k]
+                    for k in [k for k in st.cond if k.startswith(f + "{=")]:
+                        del st.cond[k]
                 st.killed = st.killed | {"%s{=%s}:r" % (f, s) for s in ("set", "null")}
 
     def for_call(self, st):
@@ -262,6 +271,23 @@ class Guards:
         st = st.copy()
         st.held = {k: h for k, h in st.held.items() if not isinstance(h, Pinned)}
         return st
+
+
+def unders(spec):
+    """The locks a field guard's "under" names: every store holds each."""
+    u = spec.get("under")
+    return [u] if isinstance(u, str) else list(u or ())
+
+
+def _forget(st, key):
+    """A copy of st without the states of the guard key, held or kept
+    while a variable is not 0."""
+    st = st.copy()
+    for k in [k for k in st.held if k.startswith(key + "{=")]:
+        del st.held[k]
+    for k in [k for k in st.cond if k.startswith(key + "{=")]:
+        del st.cond[k]
+    return st
 
 
 def guard_struct(key):

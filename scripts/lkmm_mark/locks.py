@@ -46,6 +46,9 @@ class LockFlow(Conds):
         self.labels = {}            # label -> State merged from gotos
         self.loops = []             # stack of [break_state, continue_state]
         self.err_ptr = {}           # v -> locks 'v = f()' took if it is no error pointer
+        # the locals whose being 0 the flow follows (correlate.py), for
+        # the guard states kept while one is not 0
+        self.tracked = correlate.tracked_locals(toks, lo, hi) if self.guards.any else ()
 
     def run(self, entry=None):
         st = entry or State()
@@ -152,7 +155,10 @@ class LockFlow(Conds):
             entry = self.loops[-1][2] if self.loops and len(self.loops[-1]) > 2 else None
             return j + 1, merge(st, entry)
         if t[i].kind == "id" and i + 1 < end and t[i + 1].text == ":" and tx not in KEYWORDS:
-            return i + 2, merge(st, self.labels.get(tx))
+            st = merge(st, self.labels.get(tx))
+            back = [k for k in range(i + 2, self.hi - 1)
+                    if t[k].text == "goto" and t[k + 1].text == tx] if st and st.zero else ()
+            return i + 2, correlate.forget_in(t, i, back[-1], st) if back else st
         # for_each-style macro: IDENT ( ... ) followed by a statement, not ';'
         if t[i].kind == "id" and i + 1 < end and t[i + 1].text == "(" and tx not in KEYWORDS:
             c = self._match(i + 1)
@@ -169,6 +175,12 @@ class LockFlow(Conds):
         t = self.t
         c = self._match(i + 1)
         st_then, st_else = self.cond(i + 2, c, st)
+        z = correlate.zero_test(t, i + 2, c, self.tracked) if self.tracked else None
+        if z is not None:
+            # the branch that finds v 0 knows it
+            v, when_true = z
+            st_then, st_else = [s if s is None or not w else correlate.known_zero(s, v)
+                                for s, w in ((st_then, when_true), (st_else, not when_true))]
         j, s1 = self.stmt(c + 1, st_then, end)
         key = correlate.key_of(t, i + 2, c)
         if j < end and t[j].text == "else":
@@ -224,6 +236,9 @@ class LockFlow(Conds):
         """'do S while (...);' at toks[i]."""
         t = self.t
         self.loops.append([None, None])
+        j = self._skip_stmt(i + 1, end)
+        if j < end and t[j].text == "while" and j + 1 < end and t[j + 1].text == "(":
+            st = correlate.forget_in(t, i, self._match(j + 1), st)
         j, s = self.stmt(i + 1, st, end)
         brk, cont = self.loops.pop()
         s = merge(s, cont)
@@ -241,6 +256,9 @@ class LockFlow(Conds):
         frame = [None, None]
         if switch:
             frame.append(st_body)
+        elif st_body is not None and st_body.zero:
+            # a variable the body may store is not known in its next round
+            st_body = correlate.forget_in(self.t, i, self._skip_stmt(i, end), st_body)
         self.loops.append(frame)
         j, s = self.stmt(i, st_body, end)
         frame = self.loops.pop()
@@ -410,6 +428,8 @@ class LockFlow(Conds):
                     self.res.at[k] = guards.deref_state(t, k, st, self.resolve, self.hi)
             if guards is not None and tk.text in guards.members:
                 st = guards.at_member(t, k, hi, st, self.resolve, self.lo, self.hi)
+            if tk.text in self.tracked:
+                st = correlate.zero_step(t, k, st)
             if st.cond and tk.kind == "id" and k + 1 < hi and t[k + 1].text in correlate.STORES:
                 # the flag (or a variable a remembered condition names) is
                 # assigned again: what it said is gone

@@ -18,16 +18,18 @@ class How:
 class State:
     """held: lock -> How, on every path.  cond: lock -> (variable, How),
     held on every path where the local variable is true, after
-    'if (!v) unlock(L);' (a lock kept only while a flag says so)."""
-    __slots__ = ("held", "killed", "cond")
+    'if (!v) unlock(L);' (a lock kept only while a flag says so).  zero:
+    the local variables known 0 on every path (locks.py)."""
+    __slots__ = ("held", "killed", "cond", "zero")
 
-    def __init__(self, held=None, killed=frozenset(), cond=None):
+    def __init__(self, held=None, killed=frozenset(), cond=None, zero=frozenset()):
         self.held = held if held is not None else {}
         self.killed = killed
         self.cond = cond if cond is not None else {}
+        self.zero = zero
 
     def copy(self):
-        return State(dict(self.held), self.killed, dict(self.cond))
+        return State(dict(self.held), self.killed, dict(self.cond), self.zero)
 
 
 def merge(a, b):
@@ -49,9 +51,27 @@ def merge(a, b):
         killed = killed - back
     cond = {}
     if a.cond or b.cond:
-        # held when v on one side, held (always, or when v) on the other
+        # held when v on one side, held (always, or when v) on the other,
+        # or v is 0 there
         for x, y in ((a, b), (b, a)):
             for k, (v, h) in x.cond.items():
-                if k not in held and (k in y.held or y.cond.get(k, ("",))[0] == v):
+                if k not in held and (k in y.held or y.cond.get(k, ("",))[0] == v or
+                                      v in y.zero):
                     cond[k] = (v, h)
-    return State(held, killed, cond)
+    if a.zero != b.zero:
+        _state_when_nonzero(a, b, held, cond)
+    return State(held, killed, cond, a.zero & b.zero)
+
+
+def _state_when_nonzero(a, b, held, cond):
+    """A guard's state (guards.py) held on one path, where a local
+    variable is known 0 on the other, is held at the merge wherever that
+    variable is not 0: 'ret = -ENOMEM; goto out;' against a path that
+    published with ret 0, both reaching 'out: if (ret) ...'."""
+    for x, y in ((a, b), (b, a)):
+        vs = sorted(y.zero - x.zero)
+        if not vs:
+            continue
+        for k, h in x.held.items():
+            if "{=" in k and k not in held and k not in y.held and k not in cond:
+                cond[k] = (vs[0], h)

@@ -371,9 +371,10 @@ def _guards(P, f, entries):
             raise _err(f, "guards %s: implies must map %s to lists of {\"lock\", "
                        "\"mode\": read or exclusive}", c[kinds[0]], " or ".join(states))
         under, pinned = c.get("under"), c.get("pinned")
-        if under is not None and not (kinds[0] == "field" and isinstance(under, str)):
-            raise _err(f, "guards %s: under must be a lock name, on a field guard",
-                       c[kinds[0]])
+        if under is not None and not (kinds[0] == "field" and (isinstance(under, str) or (
+                isinstance(under, list) and under and all(isinstance(x, str) for x in under)))):
+            raise _err(f, "guards %s: under must be a lock name or a list of them, on a "
+                       "field guard", c[kinds[0]])
         if pinned is not None and not (under and isinstance(pinned, list) and
                                        all(x in states for x in pinned)):
             raise _err(f, "guards %s: pinned must list states (%s) of a guard with under",
