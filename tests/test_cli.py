@@ -153,6 +153,10 @@ class CliErrors(unittest.TestCase):
                  "'field' must be struct.field"),
                 ('{"work_items": [{"call": "f", "work": "0", "fn": 1, "reason": "r"}]}',
                  "work and fn must be argument numbers"),
+                ('{"unlink_waits": [{"call": "f", "arg": "0", "reason": "r"}]}',
+                 "unlink_waits f: arg must be an argument number"),
+                ('{"unlink_waits": [{"call": "f", "arg": 1}]}',
+                 "unlink_waits entry without 'reason'"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "implies": {"true": []}}]}',
                  "implies must map set or null"),
                 ('{"guards": [{"call": "f", "reason": "r", "implies": {"true": '

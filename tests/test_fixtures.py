@@ -405,6 +405,30 @@ class WorkItems(unittest.TestCase):
         self.assertEqual(got[False], {"stats_workfn": True, "total_add": True})
 
 
+class UnlinkWaits(unittest.TestCase):
+    def test_the_wait_fact_is_what_makes_the_read_private(self):
+        """Fixture unlink_wait without its 'unlink_waits' entry: the read
+        after the wait handed the context's own transid pairs with the
+        committer's store again."""
+        def untold(P):
+            P.unlink_waits = {}
+        got = {}
+        for tweak in (None, untold):
+            A = analyse_fixture(FIXTURES / "unlink_wait", tweak=tweak)
+            got[tweak is None] = [a.action for a in A.accesses
+                                  if a.fn == "sync_log" and a.field == "ret" and a.kind == "read"]
+        self.assertEqual(got[True], ["none", "READ_ONCE"])
+        self.assertEqual(got[False], ["READ_ONCE", "READ_ONCE"])
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "unlink_wait", policies=json.dumps(
+                {"unlink_waits": [{"call": "wait_commit", "arg": "transid", "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("arg", str(cm.exception))
+
+
 class NewInodeWindow(unittest.TestCase):
     def test_the_window_forms_are_what_keep_the_stores_private(self):
         """Fixture new_inode_window without kernel.json's 'set_by': the

@@ -5,7 +5,8 @@ under a lock from every list or tree link its struct has, or by a call to
 a function that does so (_detachers()); stolen: 'x = p->f; p->f = NULL;'
 under a lock when p->f is the only pointer to such objects; off its only
 list for good, as a lockless assertion says; a stack struct the function
-takes off its only list.  _detached() also gathers the windows of
+takes off its only list, or that a declared wait (policies 'unlink_waits')
+returns after another task took off it.  _detached() also gathers the windows of
 unpublished.py (new, not yet published).
 
 Reads .src, .flows (the locks at the unlink), .P (unlinkers,
@@ -187,7 +188,7 @@ class Detach:
         return out
 
     def _stack_unlinked(self, fn):
-        """name -> (from, to, why), apart from _detached() (the same struct
+        """[(name, from, to, why)], apart from _detached() (the same struct
         has its not-yet-published window there): a struct on fn's stack
         that fn itself takes off its only list under a lock (a context a
         sync function links for others to see, then unlinks).  Other
@@ -196,12 +197,14 @@ class Detach:
         their critical section; fn owns it again up to the end of the
         block that holds the unlink (a path that skipped it joins after),
         until it links it or hands its address anew.  Not when the unlink
-        is the body of an if, else or loop without braces, or in a loop."""
+        is the body of an if, else or loop without braces, or in a loop.
+        One struct may have several windows (taken off its list on two
+        paths)."""
         key = (fn.file, fn.body_start)
         c = self._stackunl_cache.get(key)
         if c is not None:
             return c
-        out = {}
+        out = []
         self._stackunl_cache[key] = out
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
@@ -209,16 +212,12 @@ class Detach:
         types = self._decl_types(fn)
         stack = self._stack_structs(fn)
         for k in range(lo + 1, hi - 6):
-            t = toks[k]
-            if not ((t.text in self.P.unlinkers or t.text in self.P.link_removers) and
-                    toks[k + 1].text == "(" and toks[k + 2].text == "&" and
-                    toks[k + 3].text in stack and toks[k + 4].text == "." and
-                    toks[k + 5].kind == "id" and toks[k + 6].text == ")"):
+            u = self._unlink_at(fn, k, stack)
+            if u is None:
                 continue
-            name, link = toks[k + 3].text, toks[k + 5].text
-            st = res.at.get(k + 5) if res is not None else None
-            if name in out or st is None or not any(x != "irqs-off" for x in st.held) or \
-                    _in_loop(toks, lo, k):
+            name, link, at, how = u
+            st = res.at.get(at) if res is not None else None
+            if st is None or not any(x != "irqs-off" for x in st.held) or _in_loop(toks, lo, k):
                 continue
             struct = types.get(name)
             if self._struct_links(fn, struct) != {link}:
@@ -226,10 +225,37 @@ class Detach:
             end = self._stack_unlink_end(fn, k, name)
             if end is None:
                 continue
-            out[name] = (k, end, "detached: a struct on this task's stack, taken off its only "
-                         "list by %s() under a lock: other tasks reached it only through "
-                         "that link" % t.text)
-        return self._cut_at_labels(fn, out)
+            why = ("detached: a struct on this task's stack, taken off its only list %s: "
+                   "other tasks reached it only through that link" % how)
+            out.append((name,) + self._cut_at_labels(fn, {name: (k, end, why)})[name])
+        return out
+
+    def _unlink_at(self, fn, k, stack):
+        """(name, link, token to ask the locks at, how) when toks[k] takes the
+        struct name on fn's stack off its list: an unlink of '&name.link',
+        or a declared wait (policies 'unlink_waits') handed a member of it,
+        'wait(q, name.id)', which returns only once another task, under
+        the lock the wait runs with, took name off its only list; else
+        None."""
+        toks = self.src.toks[fn.file]
+        t = toks[k]
+        if (t.text in self.P.unlinkers or t.text in self.P.link_removers) and \
+                toks[k + 1].text == "(" and toks[k + 2].text == "&" and \
+                toks[k + 3].text in stack and toks[k + 4].text == "." and \
+                toks[k + 5].kind == "id" and toks[k + 6].text == ")":
+            return toks[k + 3].text, toks[k + 5].text, k + 5, "by %s() under a lock" % t.text
+        n = self.P.unlink_waits.get(t.text)
+        if n is None or toks[k + 1].text != "(" or toks[k - 1].text in (".", "->"):
+            return None
+        args = self._call_args(fn.file, k) or []
+        if n >= len(args) or args[n][1] - args[n][0] != 3:
+            return None
+        a = args[n][0]
+        if toks[a].text not in stack or toks[a + 1].text != "." or toks[a + 2].kind != "id":
+            return None
+        links = self._struct_links(fn, self._decl_types(fn).get(toks[a].text))
+        how = "by the task %s() waits for, under the lock the wait holds" % t.text
+        return (toks[a].text, next(iter(links)), a + 2, how) if len(links) == 1 else None
 
     def _stack_unlink_end(self, fn, k, name):
         """Where fn stops owning the stack struct name it took off its list

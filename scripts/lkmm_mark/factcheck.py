@@ -38,6 +38,7 @@ NAMES = {
     "diagnostic_calls": [("", "id")], "assertion_calls": [("", "id")],
     "output_calls": [("", "id")],
     "state_assertions": [("call", "id")], "work_items": [("call", "id")],
+    "unlink_waits": [("call", "id")],
     "variants": [("field", "field"), ("lookups.0.call", "id"), ("lookups.1.call", "id")],
     "allocators": [("", "id")], "freers": [("", "id")],
     "lifecycle_functions": [("", "id")], "marking_macros": [("", "id")],

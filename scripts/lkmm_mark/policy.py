@@ -32,6 +32,7 @@ SCHEMA = {
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
     "state_assertions": list, "variants": list, "work_items": list, "default_target": str, "seed": str,
     "replaces": list, "initialisers": list, "data_locks": list, "output_calls": list,
+    "unlink_waits": list,
 }
 
 
@@ -75,6 +76,7 @@ class Policies:
         self.non_retaining = set()
         self.publishers = {}       # function -> index of the argument it links in
         self.unlinkers = set()
+        self.unlink_waits = {}      # wait -> argument: a member of a stack struct another task unlinks
         self.link_removers = set()  # list_del() and friends: a link taken apart
         self.link_tests = set()     # list_empty() and friends: a link only looked at
         self.sync_callers = set()
@@ -457,6 +459,14 @@ def _work_items(P, f, entries):
         P.work_items.append(c)
 
 
+def _unlink_waits(P, f, entries):
+    for c in entries:
+        _need(f, c, ("call", "arg", "reason"), "unlink_waits")
+        if not isinstance(c["arg"], int) or isinstance(c["arg"], bool) or c["arg"] < 0:
+            raise _err(f, "unlink_waits %s: arg must be an argument number", c["call"])
+        P.unlink_waits[c["call"]] = c["arg"]
+
+
 def _variants(P, f, entries):
     for c in entries:
         _need(f, c, ("field", "reason"), "variants")
@@ -526,6 +536,7 @@ _LOADERS = {
     "state_assertions": _state_assertions,
     "variants": _variants,
     "work_items": _work_items,
+    "unlink_waits": _unlink_waits,
     "instances": _instances,
     "pseudo_locks": _pseudo_locks,
     "container_accessors": _container_accessors,

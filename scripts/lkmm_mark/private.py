@@ -437,8 +437,8 @@ class Private:
             if root is not None:
                 # the window says how: 'detached: ...', 'not yet published: ...'
                 return "'%s' is %s" % (root, det[root][0])
-            det = {n: (d[2], "alloc") for n, d in self._stack_unlinked(a.func).items()
-                   if d[0] < a.tok < d[1]}
+            det = {n: (why, "alloc") for n, lo, hi, why in self._stack_unlinked(a.func)
+                   if lo < a.tok < hi}
             root = self._private_root(a, det) if det else None
             if root is not None:
                 return "'%s' is %s" % (root, det[root][0])
