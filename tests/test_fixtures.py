@@ -429,6 +429,21 @@ class UnlinkWaits(unittest.TestCase):
         self.assertIn("arg", str(cm.exception))
 
 
+class FlagHandshake(unittest.TestCase):
+    def test_the_flag_stores_are_what_keep_the_turns_apart(self):
+        """Fixture flag_handshake without its facts: the assertion's read
+        in one task's turn pairs with the store another task makes in its
+        own; a store of another number takes nothing."""
+        A = analyse_fixture(FIXTURES / "flag_handshake", policies="{}")
+        got = {(a.line, a.kind): a.action for a in A.accesses if a.field == "last"}
+        self.assertEqual(got[(49, "read")], "data_race")
+        self.assertEqual(got[(50, "write")], "WRITE_ONCE")
+        A, _ = analyse_edited(self, "flag_handshake", "commit.c",
+                              "atomic_set(&r->busy[idx], 1);", "atomic_set(&r->busy[idx], 2);")
+        got = {(a.line, a.kind): a.action for a in A.accesses if a.field == "last"}
+        self.assertEqual(got[(49, "read")], "data_race")
+
+
 class NewInodeWindow(unittest.TestCase):
     def test_the_window_forms_are_what_keep_the_stores_private(self):
         """Fixture new_inode_window without kernel.json's 'set_by': the

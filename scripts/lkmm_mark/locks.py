@@ -366,11 +366,14 @@ class LockFlow(Conds):
 
     def _names_flag(self, arg, token):
         """Argument arg is the token, or an or-ed set of flags one of which
-        is the token ('A', 'A | B', '(A|B)')."""
+        is the token ('A', 'A | B', '(A|B)'), or the number the token is
+        ('1': atomic_set(&x->busy, 1), a flag raised)."""
         a, b = arg
         while b - a > 2 and self.t[a].text == "(" and self._match(a) == b - 1:
             a, b = a + 1, b - 1
         ops = [x.text for x in self.t[a:b]]
+        if token[:1].isdigit():
+            return ops == [token]
         if token not in ops:
             return False
         return all(x == "|" for x in ops[1::2]) and \
