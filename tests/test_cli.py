@@ -140,6 +140,10 @@ class CliErrors(unittest.TestCase):
                 ('{"phases": [{"struct": "s", "before": ["f"], "after": ["g"]}]}',
                  "phases entry without 'reason'"),
                 ('{"phases": [1]}', "phases entry 1 is not an object"),
+                ('{"phases": [{"struct": "s", "before": ["f"], "reason": "r"}]}',
+                 "phases s: needs 'after' or 'after_wait'"),
+                ('{"phases": [{"struct": "s", "before": ["f"], "reason": "r", '
+                 '"after_wait": [{"call": "w"}]}]}', "'after_wait' must be a non-empty list"),
                 ('{"teardown_ops": "evict_inode"}', "teardown_ops"),
                 ('{"owners": ["a.b"]}', "owners entry \"a.b\" is not an object"),
                 ('{"guards": [{"reason": "r"}]}', "it needs either \"field\""),

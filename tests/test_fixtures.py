@@ -513,6 +513,21 @@ class DeclaredPhases(unittest.TestCase):
         self.assertNotIn("oext_csum", why["oext_finish"])
 
 
+class WaitedCompletion(unittest.TestCase):
+    def test_the_wait_is_what_keeps_the_reads_plain(self):
+        """Fixture waited_completion without its 'after_wait' phase: the
+        reads after the waits are marked again, so the phase, not some
+        other rule, keeps them plain; and the sites the fixture keeps
+        marked are marked either way."""
+        d = FIXTURES / "waited_completion"
+        marks = [{(a.fn, a.field, a.line) for a in A.accesses if a.action != "none"}
+                 for A in (analyse_fixture(d, policies="{}"), analyse_fixture(d))]
+        self.assertEqual(marks[0] - marks[1], {("job_result", "result", 57),
+                                                ("job_result", "state", 57),
+                                                ("job_sync", "result", 63)})
+        self.assertEqual(marks[1] - marks[0], set())
+
+
 class DeclaredProtocols(unittest.TestCase):
     """Each kind of protocol fact, taken out of its fixture: the sites it
     keeps plain are marked again, so the fact, not another rule, keeps

@@ -63,13 +63,14 @@ from .twostep import TwoStep
 from .unpublished import Unpublished
 from .values import FieldValues
 from .verdicts import Verdicts
+from .waits import Waits
 
 __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 
 class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, NullArgs, OpsEntry,
                Callers, Escapes, Private, Detach, Unpublished, Owners, FieldValues, Exclusions,
-               Protection, Races, Verdicts, Contexts, Variants, Instances, Pairs, DoubleFetch,
+               Protection, Races, Waits, Verdicts, Contexts, Variants, Instances, Pairs, DoubleFetch,
                TwoStep):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree

@@ -324,13 +324,36 @@ def _data_locks(P, f, entries):
 
 def _phases(P, f, entries):
     for c in entries:
-        _need(f, c, ("struct", "before", "after", "reason"), "phases")
-        for k in ("before", "after"):
-            _names(f, c, k, "phases " + c["struct"])
-        if set(c["before"]) & set(c["after"]):
+        _need(f, c, ("struct", "before", "reason"), "phases")
+        if "after" not in c and "after_wait" not in c:
+            raise _err(f, "phases %s: needs 'after' or 'after_wait'", c["struct"])
+        _names(f, c, "before", "phases " + c["struct"])
+        if "after" in c:
+            _names(f, c, "after", "phases " + c["struct"])
+        if "after_wait" in c:
+            _after_waits(f, c)
+        if set(c["before"]) & set(c.get("after", ())):
             raise _err(f, "phases %s: %s is both before and after", c["struct"],
                        sorted(set(c["before"]) & set(c["after"]))[0])
         P.phases.append(c)
+
+
+def _after_waits(f, c):
+    """A phases entry's 'after_wait': [{"call", "arg", "args"?}], a wait
+    call on the object its argument number 'arg' passes, with the tokens
+    'args' names at other argument numbers ({"1": "1"})."""
+    v = c["after_wait"]
+    ok = isinstance(v, list) and v and all(
+        isinstance(w, dict) and isinstance(w.get("call"), str) and w["call"] and
+        isinstance(w.get("arg"), int) and w["arg"] >= 0 and
+        set(w) <= {"call", "arg", "args"} and
+        isinstance(w.get("args", {}), dict) and
+        all(isinstance(k, str) and k.isdigit() and isinstance(x, str) and x
+            for k, x in w.get("args", {}).items()) for w in v)
+    if not ok:
+        raise _err(f, "phases %s: 'after_wait' must be a non-empty list of "
+                   "{\"call\": name, \"arg\": number, \"args\": {number: token}}",
+                   c["struct"])
 
 
 def _instances(P, f, entries):

@@ -15,6 +15,8 @@ caches (_wxmemo, _phsets).  A lock the callers are wrongly thought to
 hold would clear a real race here.
 """
 
+from .waits import plain_store
+
 _OWNER_PAIR = "(the task that owns the object)"
 _PHASE_PAIR = "(phase) "
 # how a reason names a declared life-cycle order (series.py counts them)
@@ -70,7 +72,7 @@ class Races:
         sets = []
         for ph in self.P.phases:
             two = [self._only_called_from({k for k, fn in self.src.funcs.items()
-                                           if fn.name in ph[side]}, also=self.life)
+                                           if fn.name in ph.get(side, ())}, also=self.life)
                    for side in ("before", "after")]
             # a function both phases reach is in neither
             both = two[0] & two[1]
@@ -89,6 +91,10 @@ class Races:
             if ph["struct"] != a.struct:
                 continue
             if (kb in before and ka in after) or (ka in before and kb in after):
+                return _phase_key(i, ph)
+            waits = ph.get("after_wait")
+            if waits and ((kb in before and plain_store(b) and self.after_wait(a, waits)) or
+                          (ka in before and plain_store(a) and self.after_wait(b, waits))):
                 return _phase_key(i, ph)
         return None
 
@@ -147,9 +153,17 @@ def _apart_text(locks, a, phases=None):
     for i, ph in enumerate(phases or ()):
         if _phase_key(i, ph) in locks:
             parts.append("is ordered with this %s by the life cycle of a struct %s that "
-                         "%s declares (%s() before %s(): %s)" % (
+                         "%s declares (%s() before %s: %s)" % (
                              this, ph["struct"], PHASE_TAG, "(), ".join(ph["before"]),
-                             "(), ".join(ph["after"]), ph["reason"]))
+                             _after_text(ph), ph["reason"]))
     if _OWNER_PAIR in locks:
         parts.append(owner)
     return ", or ".join(parts)
+
+
+def _after_text(ph):
+    """The 'after' side of a phases entry, as its reason names it: the
+    functions, and the waits ('w(x) returned')."""
+    parts = ["%s()" % f for f in ph.get("after", ())]
+    parts += ["a wait %s() on the object" % w["call"] for w in ph.get("after_wait", ())]
+    return ", ".join(parts)
