@@ -522,9 +522,9 @@ class WaitedCompletion(unittest.TestCase):
         d = FIXTURES / "waited_completion"
         marks = [{(a.fn, a.field, a.line) for a in A.accesses if a.action != "none"}
                  for A in (analyse_fixture(d, policies="{}"), analyse_fixture(d))]
-        self.assertEqual(marks[0] - marks[1], {("job_result", "result", 57),
-                                                ("job_result", "state", 57),
-                                                ("job_sync", "result", 63)})
+        self.assertEqual(marks[0] - marks[1], {("job_result", "result", 59),
+                                                ("job_result", "state", 59),
+                                                ("job_sync", "result", 65)})
         self.assertEqual(marks[1] - marks[0], set())
 
 

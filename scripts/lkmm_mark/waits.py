@@ -60,7 +60,15 @@ class Waits:
         if any(_is_label(toks, i) or toks[i].text in ("case", "default")
                for i in range(end, a.tok)):
             return False
-        return not assigned_at(toks, end, a.tok, a.base)
+        return not assigned_at(toks, end, a.tok, a.base) and \
+            not _iterated(toks, end, a.tok, a.base)
+
+
+def _iterated(toks, lo, hi, var):
+    """Is var the cursor of a loop macro in toks[lo:hi]
+    ('list_for_each_entry(var, ...)'), which gives it other objects?"""
+    return any(toks[k].text == var and toks[k - 1].text == "(" and
+               "for_each" in toks[k - 2].text for k in range(lo + 2, hi))
 
 
 def _statement_call(toks, j, wait_macros):
