@@ -348,6 +348,36 @@ class ValueVariants(unittest.TestCase):
         self.assertIn("two variants", str(cm.exception))
 
 
+class FlagVariants(unittest.TestCase):
+    def test_the_flag_kind_is_what_keeps_them_apart(self):
+        """Fixture flag_variants without its 'variants' entry: the loads of
+        writable units (from the alloc list, after a test_bit()) pair with
+        the store to the frozen units again; without its 'made_lists'
+        only the loads that know their kind from a list pair again."""
+        A = analyse_fixture(FIXTURES / "flag_variants", policies="{}")
+        got = {a.fn: a.rule for a in A.accesses if a.field == "owner" and a.kind == "read"}
+        self.assertEqual(got["unit_start"], "unlocked-read")
+        self.assertEqual(got["peek_rw"], "unlocked-read")
+        own = json.loads((FIXTURES / "flag_variants" / "policies.json").read_text())
+        del own["variants"][0]["made_lists"]
+        A = analyse_fixture(FIXTURES / "flag_variants", policies=json.dumps(own))
+        got = {a.fn: a.rule for a in A.accesses if a.field == "owner" and a.kind == "read"}
+        self.assertEqual(got["unit_start"], "unlocked-read")
+        self.assertEqual(got["peek_rw"], "unlocked-read")
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        for bad in ({"made_lists": [{"list": "pool.units", "call": "make_frozen"}]},
+                    {"bit": ["UNIT_WRITABLE"]}):
+            spec = {"field": "unit.state", "reason": "r"}
+            spec.update(bad)
+            with self.assertRaises(UserError) as cm:
+                analyse_fixture(FIXTURES / "flag_variants",
+                                policies=json.dumps({"variants": [spec]}))
+            self.assertNotIn("\n", str(cm.exception))
+            self.assertIn("variants unit.state", str(cm.exception))
+
+
 class ObjectVariants(unittest.TestCase):
     def test_the_variants_fact_is_what_keeps_them_apart(self):
         """Fixture object_variants without its 'variants' entry: the

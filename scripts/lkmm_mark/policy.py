@@ -503,6 +503,13 @@ def _variants(P, f, entries):
         if c.get("values") and len(kinds) != 2 or set(c.get("lists", {}).values()) - kinds:
             raise _err(f, "variants %s: 'values' names two variants, 'lists' only those",
                        c["field"])
+        if "bit" in c and (not isinstance(c["bit"], str) or c.get("values")):
+            raise _err(f, "variants %s: 'bit' names one flag, without 'values'", c["field"])
+        for ml in c.get("made_lists", []):
+            if not isinstance(ml, dict) or set(ml) != {"list", "call", "variant"} or \
+                    ml["variant"] not in kinds or str(ml["list"]).count(".") != 1:
+                raise _err(f, "variants %s: a made list is {list: struct.member, call, "
+                           "variant: one of %s}", c["field"], ", ".join(sorted(kinds)))
         for lk in c.get("lookups", []):
             if not isinstance(lk, dict) or set(lk) != {"call", "arg", "value", "variant"} or \
                     not isinstance(lk["arg"], int) or lk["variant"] not in kinds:

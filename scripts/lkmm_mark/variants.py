@@ -15,15 +15,21 @@ policies/ 'variants': {"field": "S.f", "lookups": [{"call", "arg",
 "values": {"FOO_A": "a", "FOO_B": "b"}, "lists": {"T.a_list": "a"}}: a
 variant is the name of the value the field holds, and an object a loop
 takes from a list of one variant ('list_for_each_entry(v, &t->a_list,
-...)') is of that variant.  The variant of the object 'v->x' names, at
-that token:
+...)') is of that variant.  Or a flag bit of a field, {"field": "S.m",
+"bit": "FOO_RW"}: the variant is "set" or "null" as a test 'test_bit(FOO_RW,
+&v->m)' (or '!test_bit(...)') says.  'made_lists', [{"list": "T.l",
+"call": "foo_make", "variant"}]: what a loop takes from the list '&c->l'
+of a container c that every value of comes from foo_make() (or NULL; for
+a parameter, every caller passes such a variable) is of that variant (a
+container that call makes only ever holds one kind).  The variant of the
+object 'v->x' names, at that token:
 
 - a test of v->f that the token is inside a branch of ('if (v->f)',
   '!v->f', 'v->f == NULL', 'v->kind == FOO_A', ...), or that ends in a
   return, goto, break or continue before it ('if (!v->f) goto out;'), or
   an assertion of it (policies/ 'state_assertions'), or a store 'v->f =
   x' before it, with v not assigned in between;
-- else the list the loop around it takes v from (value variants);
+- else the list the loop around it takes v from ('lists', 'made_lists');
 - else the variant of every value assigned to v in the function: a
   lookup call with the declared argument ('foo_search(ctl, o, 1)'), or
   another variable;
@@ -59,7 +65,7 @@ class Variants:
         """The variant of the object variable v names at toks[k] in fn."""
         toks = self.src.toks[fn.file]
         got = self._tested(fn, toks, v, k, spec)
-        if got is None and spec.get("lists"):
+        if got is None and (spec.get("lists") or spec.get("made_lists")):
             got = self._listed(fn, toks, v, k, spec)
         if got is not None:
             return got
@@ -119,8 +125,47 @@ class Variants:
                 continue
             args = self._call_args(fn.file, j) or []
             if len(args) >= 2 and args[0][1] - args[0][0] == 1 and toks[args[0][0]].text == v:
-                got = spec["lists"].get(self.lock_name_of(fn.file, toks, args[1][0], args[1][1]))
+                lo, hi = args[1]
+                name = self.lock_name_of(fn.file, toks, lo, hi)
+                got = spec.get("lists", {}).get(name) or self._made_list(fn, toks, lo, hi, name, spec)
         return got
+
+    def _made_list(self, fn, toks, lo, hi, name, spec):
+        """The variant of what the list '&c->m' (toks[lo:hi], member name)
+        holds when every value of c comes from the declared call
+        (policies/ 'made_lists': a container that call makes only ever
+        holds objects of one variant on that list), or None."""
+        for ml in spec.get("made_lists", ()):
+            if ml["list"] == name and hi - lo == 4 and toks[lo].text == "&" and \
+                    toks[lo + 1].kind == "id" and toks[lo + 2].text == "->" and \
+                    self._made_by(fn, toks[lo + 1].text, ml["call"], 0):
+                return ml["variant"]
+        return None
+
+    def _made_by(self, fn, v, call, depth):
+        """Every value variable v holds in fn is NULL or a call of call
+        ('c = call(...)'), or, for a parameter fn never assigns, every
+        caller passes such a variable (at most three calls deep)."""
+        toks = self.src.toks[fn.file]
+        mine = [j for j in range(fn.body_start, fn.body_end)
+                if toks[j].text == v and toks[j - 1].text not in (".", "->")]
+        if any(toks[j - 1].text == "&" and toks[j + 1].text not in ("->", ".", "[")
+               for j in mine):
+            return False                    # a callee may store into it
+        where = [j for j in mine if toks[j + 1].text == "="]
+        if where:
+            for j in where:
+                end = _stmt_end(toks, j + 2, fn.body_end)
+                if not ((end == j + 3 and toks[j + 2].text == "NULL") or
+                        (toks[j + 2].text == call and toks[j + 3].text == "(" and
+                         csrc.match_paren(toks, j + 3) == end - 1)):
+                    return False
+            return True
+        args = self.param_arguments(fn, v) if depth < 3 else None
+        return bool(args) and all(
+            hi - lo == 1 and self.src.toks[c.file][lo].kind == "id" and
+            self._made_by(c, self.src.toks[c.file][lo].text, call, depth + 1)
+            for (c, lo, hi) in args)
 
     # ------------------------------------------------------------ tests
     def _tested(self, fn, toks, v, k, spec):
@@ -136,7 +181,8 @@ class Variants:
                 best = None                       # v assigned again
                 continue
             if t == v and toks[i + 1].text == "->" and toks[i + 2].text == member and \
-                    toks[i + 3].text == "=" and toks[i - 1].text not in (".", "->"):
+                    toks[i + 3].text == "=" and toks[i - 1].text not in (".", "->") and \
+                    "bit" not in spec:
                 if self._dominates(toks, fn, i, blocks):
                     best = _stored(toks, i + 4, spec)
                 continue
@@ -185,6 +231,12 @@ def _test(toks, lo, hi, v, member, spec):
     field), or None."""
     neg = toks[lo].text == "!"
     a = lo + 1 if neg else lo
+    if "bit" in spec:
+        # 'test_bit(FLAG, &v->m)', '!test_bit(...)': the flag's kind
+        want = ["test_bit", "(", spec["bit"], ",", "&", v, "->", member, ")"]
+        if [t.text for t in toks[a:hi]] != want:
+            return None
+        return "null" if neg else "set"
     if not (toks[a].text == v and toks[a + 1].text == "->" and toks[a + 2].text == member):
         return None
     rest = [t.text for t in toks[a + 3:hi]]
