@@ -120,6 +120,38 @@ class NullHandle(unittest.TestCase):
         self.assertEqual(got[("walk", line)], "READ_ONCE")
 
 
+class RememberedConfig(unittest.TestCase):
+    """Fixture remembered_config: the field that remembers the
+    configuration is what keeps the plain allocator's locked loads from
+    the zoned store, and the fact holds only while its stores keep to it."""
+
+    def _policies(self, edit):
+        fx = FIXTURES / "remembered_config"
+        d = json.loads((fx / "policies.json").read_text())
+        edit(d["guards"][0])
+        return fx, json.dumps(d)
+
+    def test_without_the_fact_the_plain_loads_race(self):
+        fx, text = self._policies(lambda g: g.pop("remembered_in"))
+        A = analyse_fixture(fx, policies=text)
+        got = {(a.fn, a.field): (a.action, a.rule) for a in A.accesses if a.kind == "read"}
+        self.assertEqual(got[("plain_alloc", "avail")], ("READ_ONCE", "racing-locked-read"))
+        self.assertEqual(got[("plain_hint", "hint")], ("READ_ONCE", "racing-locked-read"))
+
+    def test_a_default_not_overridden_by_the_test_is_an_error(self):
+        from lkmm_mark.base import UserError
+        with self.assertRaisesRegex(UserError, "nor overridden at once"):
+            analyse_edited(self, "remembered_config", "alloc.c",
+                           "\tif (fsi_is_zoned(fsi))\n\t\tctl->policy",
+                           "\tif (ctl->bytes)\n\t\tctl->policy")
+
+    def test_a_malformed_entry_is_an_error(self):
+        from lkmm_mark.base import UserError
+        fx, text = self._policies(lambda g: g["remembered_in"].pop("values"))
+        with self.assertRaisesRegex(UserError, "remembered_in must be"):
+            analyse_fixture(fx, policies=text)
+
+
 class MarkedGuard(unittest.TestCase):
     def test_a_local_loaded_with_read_once_tests_the_guard(self):
         """state_guard as a patched tree has it: 'q = READ_ONCE(f->quota_root);

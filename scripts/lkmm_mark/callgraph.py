@@ -21,7 +21,8 @@ import collections
 from .callctx import call_context
 from .locks import KEYWORDS, LockFlow
 from .lockstate import How, State
-from .guards import Guards
+from .base import UserError
+from .guards import Guards, remembered_errors
 from .source import _short
 from .tokutil import _designated_init, _call_start
 
@@ -79,6 +80,21 @@ class CallGraph:
                 a.ctx = ctx.get(a.tok, ())
             for (k, callee, st) in res.calls:
                 self.calls[callee].append((fn, st, k))
+        self._check_remembered(by_func)
+
+    def _check_remembered(self, by_func):
+        """A configuration a field remembers (guards.py) holds only if its
+        stores keep to the fact: otherwise a one-line error."""
+        if not self.guards.remembered:
+            return
+        stores = [(self.src.toks[a.file], a.tok, self.flows[key].at[a.tok],
+                   lambda x, y, f=a.file: self.lock_name_of(f, self.src.toks[f], x, y))
+                  for key, accs in by_func.items() for a in accs
+                  if "%s.%s" % (a.struct, a.field) in self.guards.remembered and
+                  a.kind in ("write", "rmw", "address") and a.tok in self.flows[key].at]
+        errs = remembered_errors(self.guards, stores)
+        if errs:
+            raise UserError("guards remembered_in: " + errs[0])
 
     def _flow(self, fn, want, entry):
         f = fn.file

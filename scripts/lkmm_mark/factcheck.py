@@ -70,7 +70,7 @@ NAMES = {
     "pseudo_locks": [("struct", "struct")],
     "instances": [("struct", "struct")],
     "guards": [("field", "field"), ("call", "id"), ("when_mentions.1", "field"),
-               ("under", "lock")],
+               ("under", "lock"), ("remembered_in.field", "field")],
 }
 
 

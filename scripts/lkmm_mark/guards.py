@@ -27,6 +27,15 @@ the function's caller keeps it so, e.g. holds a count it took): that
 state holds for the rest of the asserting function, without L, but is
 not handed to its callees, which may work on other objects.
 
+A configuration predicate may be remembered in a field ("remembered_in":
+{"field": S.f, "values": {K: state}}): the one function that tests it
+stores the enumerator K in the object it fills, and the code dispatches
+on the field later ('switch (x->f) case K:', 'x->f == K', 'x->f != K'):
+the branch of a value knows the configuration state it stands for, and
+hands it to its callees as a test of the predicate would.  Every store
+of the field must be a listed value, made where the flow knows its state
+or overridden right after by a test of the predicate (remembered_ok()).
+
 A known state is held as a group of a pseudo-lock named after the guard
 ('S.f{=set}:r' against 'S.f{=null}:r', 'f(){=true}:r' against
 'f(){=false}:r'): two groups of one lock exclude each other
@@ -68,6 +77,10 @@ class Guards:
             if g.get("call"):
                 self.calls.setdefault(g["call"], []).append(g)
         self.members = frozenset(f.rsplit(".", 1)[-1] for f in self.fields)
+        # a remembered field -> (the predicate's key, its entry, value -> state)
+        self.remembered = {g["remembered_in"]["field"]: (g["call"] + "()", g,
+                                                        g["remembered_in"]["values"])
+                           for g in specs if g.get("call") and g.get("remembered_in")}
         self.any = bool(self.fields or self.calls)
         # an assertion of a condition (policies/ 'state_assertions'):
         # after ASSERT(!foo_is_zoned(fs)) the function is in that state,
@@ -111,11 +124,39 @@ class Guards:
             key = "%s(%s)" % (t[lo].text, w[1] if w else "")
             return (key, spec, "false", "true") if neg else (key, spec, "true", "false")
         eq = None
+        if self.remembered and hi - lo >= 5 and t[hi - 2].text in ("==", "!="):
+            g = self.case(t, lo, hi - 2, hi - 1, hi, resolve)
+            if g is not None:
+                other = self._other(g, t[hi - 1].text)
+                if other is None:
+                    return None
+                pos, neg2 = (g[2], other) if (t[hi - 2].text == "==") != neg else (other, g[2])
+                return (g[0], g[1], pos, neg2)
         for k in range(lo, hi):
             if t[k].text in ("==", "!=") and k + 2 == hi and t[k + 1].text == "NULL":
                 eq, hi = t[k].text, k
                 break
         return self._compare(t, lo, hi, eq, neg, resolve)
+
+    def case(self, t, lo, hi, klo, khi, resolve):
+        """The configuration state the value toks[klo:khi] of the member
+        expression toks[lo:hi] stands for, when the field remembers one:
+        (key, spec, state, None), or None."""
+        if khi - klo != 1 or hi - lo < 3 or t[hi - 2].text not in ("->", "."):
+            return None
+        if base_start(t, hi - 2) != lo:
+            return None
+        r = self.remembered.get(resolve(lo, hi))
+        if r is None or t[klo].text not in r[2]:
+            return None
+        return (r[0], r[1], r[2][t[klo].text], None)
+
+    def _other(self, g, value):
+        """The state every other value of the remembered field stands for,
+        or None when they differ."""
+        f = [x for x in self.remembered.values() if x[1] is g[1]][0]
+        others = {s for k, s in f[2].items() if k != value}
+        return others.pop() if len(others) == 1 else None
 
     def _compare(self, t, lo, hi, eq, neg, resolve):
         """'x->f' (eq None), 'x->f == NULL' or 'x->f != NULL', negated or
@@ -299,3 +340,46 @@ def guard_struct(key):
     if base.endswith("()") or "." not in base:
         return None
     return base.split(".", 1)[0]
+
+
+def remembered_errors(guards, stores):
+    """The stores that break a remembered configuration's fact: stores is
+    [(toks, token index of the member name, State there, resolve)].  A
+    store of a value the fact lists is sound where the flow knows the
+    state the value stands for, or where the next statement is 'if (test)
+    same = other;' with the test finding the state the other value stands
+    for (a default overridden at once, so that after it each value stands
+    for its state); anything else is a one-line error."""
+    errs = []
+    for t, k, st, resolve in stores:
+        b = base_start(t, k - 1)
+        key, spec, values = guards.remembered[resolve(b, k + 1)]
+        where = "line %d: %s" % (t[k].line, " ".join(x.text for x in t[b:k + 3]))
+        v = t[k + 2].text if t[k + 1].text == "=" and t[k + 3].text == ";" else None
+        if v not in values:
+            errs.append("%s stores no value its remembered_in lists" % where)
+            continue
+        held = {s for s in ("true", "false") if "%s{=%s}:r" % (key, s) in st.held}
+        if held == {values[v]}:
+            continue
+        if held or not _overridden(guards, t, b, k, values[v], resolve):
+            errs.append("%s is not made where %s is %s, nor overridden at once by a test "
+                        "of it" % (where, key, values[v]))
+    return errs
+
+
+def _overridden(guards, t, b, k, state, resolve):
+    """'x->f = V; if (test) x->f = W;' at toks[b:], the branch's state
+    the one W stands for and not state."""
+    i = k + 4
+    if i + 1 >= len(t) or t[i].text != "if" or t[i + 1].text != "(":
+        return False
+    c = match_paren(t, i + 1)
+    g = guards.test(t, i + 2, c, resolve)
+    n = k + 1 - b
+    lhs, rhs = [x.text for x in t[b:k + 1]], c + 1 + n
+    if g is None or g[0] != guards.remembered[resolve(b, k + 1)][0] or \
+            [x.text for x in t[c + 1:rhs]] != lhs or t[rhs].text != "=" or t[rhs + 2].text != ";":
+        return False
+    other = guards.remembered[resolve(b, k + 1)][2].get(t[rhs + 1].text)
+    return other == g[2] and other != state

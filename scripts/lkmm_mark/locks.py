@@ -153,6 +153,10 @@ class LockFlow(Conds):
             while j < end and t[j].text != ":":
                 j += 1
             entry = self.loops[-1][2] if self.loops and len(self.loops[-1]) > 2 else None
+            if entry is not None and tx == "case" and self.guards.any and self.guards.remembered:
+                # 'switch (x->f) case K:' of a field remembering a configuration
+                g = self.guards.case(t, *self.loops[-1][3], i + 1, j, self.resolve)
+                entry = self.guards.enter(entry, g, True, t[i].line) if g else entry
             return j + 1, merge(st, entry)
         if t[i].kind == "id" and i + 1 < end and t[i + 1].text == ":" and tx not in KEYWORDS:
             st = merge(st, self.labels.get(tx))
@@ -222,7 +226,8 @@ class LockFlow(Conds):
             forever = tx == "while" and [x.text for x in t[i + 2:c]] in (["1"], ["true"])
             g = self.guards.test(t, i + 2, c, self.resolve) \
                 if tx == "while" and self.guards.any else None
-            return self._loop_body(c + 1, st_body, st_exit, end, switch=(tx == "switch"),
+            return self._loop_body(c + 1, st_body, st_exit, end,
+                                   switch=(i + 2, c) if tx == "switch" else None,
                                    forever=forever, exit_guard=g)
         # 'for'
         c = self._match(i + 1)
@@ -255,12 +260,15 @@ class LockFlow(Conds):
                    exit_guard=None):
         frame = [None, None]
         if switch:
-            frame.append(st_body)
+            # [break, continue, entry, the subject's token range]
+            frame += [st_body, switch]
         elif st_body is not None and st_body.zero:
             # a variable the body may store is not known in its next round
             st_body = correlate.forget_in(self.t, i, self._skip_stmt(i, end), st_body)
         self.loops.append(frame)
-        j, s = self.stmt(i, st_body, end)
+        # a switch body is entered at its labels only (each gets its state)
+        j, s = self.block(i, None) if switch and self.t[i].text == "{" else \
+            self.stmt(i, st_body, end)
         frame = self.loops.pop()
         if forever:
             # while (1) / for (;;): the only way out is a break
@@ -518,6 +526,7 @@ class LockFlow(Conds):
 class _NoGuards:
     any = False
     members = frozenset()
+    remembered = {}
     asserts = {}
 
     def released(self, st, gone):

@@ -404,6 +404,15 @@ def _guards(P, f, entries):
                                        all(x in states for x in pinned)):
             raise _err(f, "guards %s: pinned must list states (%s) of a guard with under",
                        c[kinds[0]], " or ".join(states))
+        r = c.get("remembered_in")
+        if r is not None and not (
+                kinds[0] == "call" and w is None and isinstance(r, dict) and
+                isinstance(r.get("field"), str) and "." in r["field"] and
+                isinstance(r.get("values"), dict) and len(r["values"]) >= 2 and
+                all(v in states for v in r["values"].values())):
+            raise _err(f, "guards %s: remembered_in must be {\"field\": struct.field, "
+                       "\"values\": {enumerator: true or false, ...}} on a call guard",
+                       c[kinds[0]])
         P.guards.append(c)
 
 
