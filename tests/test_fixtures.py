@@ -73,6 +73,28 @@ class FlagArgument(unittest.TestCase):
         self.assertEqual(got[("space_note", "noted")], ("WRITE_ONCE", "unlocked-write"))
 
 
+class LiftedFlag(unittest.TestCase):
+    """Fixture lifted_flag edited so that the rescan's call may reach the
+    store to excl: it races with the reader again (flagargs.py, the
+    guard lifted through the caller's local, is what kept them apart)."""
+
+    def _excl(self, old, new):
+        A, _ = analyse_edited(self, "lifted_flag", "acct.c", old, new)
+        got = {(a.fn, a.field): (a.action, a.rule, getattr(a, "tier", None))
+               for a in A.accesses if a.struct == "acct"}
+        self.assertEqual(got[("acct_update", "excl")], ("WRITE_ONCE", "locked-write", "paired"))
+        self.assertEqual(got[("acct_report", "excl")][:2], ("READ_ONCE", "unlocked-read"))
+
+    def test_a_local_not_zero_from_the_start(self):
+        """The local the caller passes starts at 1: the NULL call passes
+        a value that can reach the branch."""
+        self._excl("u64 nr_old = 0;", "u64 nr_old = 1;")
+
+    def test_no_equality_no_alias(self):
+        """'cur >= nr_old' says nothing of nr_old where cur is not 0."""
+        self._excl("if (cur == nr_old && n > 0) {", "if (cur >= nr_old && n > 0) {")
+
+
 class NullHandle(unittest.TestCase):
     """Fixture null_handle with a NULL call that reaches what the others
     do not: the handle's pin is lost there, and the load races with the

@@ -178,11 +178,11 @@ class Contexts:
         _CTX_MAX contexts."""
         return self._contexts_from(key, None, _visiting)
 
-    def _contexts_from(self, key, sites, _visiting=None):
-        """caller_contexts() of key from the call sites given (None: all;
-        flagargs.py gives those that reach one access)."""
+    def _contexts_from(self, key, sites, _visiting=None, need=()):
+        """caller_contexts() of key from the call sites that reach one
+        access (None: all) and the guards on key's parameters it needs."""
         memo = self._ctxmemo
-        mkey = key if sites is None else (key, tuple(x[2] for x in sites))
+        mkey = (key, need) if sites is None else (key, tuple(x[2] for x in sites), need)
         if mkey in memo:
             return memo[mkey]
         fn = self.src.funcs.get(key)
@@ -211,7 +211,7 @@ class Contexts:
             base = set(st.held)
             ck = (caller.file, caller.name)
             # the caller's contexts that reach this call (flagargs.py)
-            rs = self.reaching_sites_at(caller, k)
+            rs = self.reaching_sites_for(caller, k, need)
             if rs is not None and not rs:
                 continue                # a call no caller's call reaches (flagargs.py)
             cc = self._contexts_from(ck, rs, visiting)
@@ -255,7 +255,8 @@ class Contexts:
             # the calls that can reach a (flagargs.py), or all
             # (none: a branch no call reaches, judged as if all did)
             sites = (self.reaching_sites(a) or None) if a.tok is not None else None
-            ctxs = self._contexts_from(key, sites)
+            need = self.flag_guards(a.func, a.tok) if a.tok is not None else ()
+            ctxs = self._contexts_from(key, sites, need=need)
         res = self.flows.get(key)
         st = res.at.get(a.tok) if res and a.tok is not None else None
         if not ctxs or st is None:

@@ -19,9 +19,16 @@ a comparison with a literal, 'p > 0'), or one of those before '&& ...',
 of an if whose then-branch or else-branch holds the access, or of an
 early 'if (p) return ...;' before it, with the parameter assigned only
 inside the ranges of that same test (a search that shrinks a size it
-has tested, 'if (grow > 0) { grow -= hdr; ... }').  A call
-contradicts it when it passes a literal that fails the test: true,
-false, NULL or an integer.  nullargs.py asks the same of the argument
+has tested, 'if (grow > 0) { grow -= hdr; ... }').  A local
+known equal to a parameter counts as it: in the branch of
+'if (x == p && ...)', with x not assigned there, 'if (x == 0) ... else
+...' tests p.  A call contradicts it when it passes a literal that fails
+the test: true, false, NULL or an integer.  A guard lifts one call up
+(reaching_sites_for()): a caller that passes a local declared with a
+literal failing it, assigned only in the branches of a test of the
+caller's own parameter ('u64 n = 0; if (r) n = r->count; f(n);'), makes
+the call meet it only where that test holds, so the caller's own calls
+that fail it (f reached from g(NULL)) do not reach the access.  nullargs.py asks the same of the argument
 values a chain of calls hands down (a handle that is NULL only in calls
 that pass a zero size).
 
@@ -73,6 +80,7 @@ class FlagArgs:
             elif toks[close + 1].text == "return" and \
                     next(_open_blocks(toks, fn.body_start, i), None) == fn.body_start:
                 out.append((end, fn.body_end, n, _NEG[op], lit))
+        out += _alias_ranges(toks, fn, names)
         out = [r for r in out if self._kept_by_test(fn, names[r[2]], r, out)]
         memo[key] = out
         return out
@@ -108,6 +116,53 @@ class FlagArgs:
                 c = keep
         self._flagcache[key] = c
         return c
+
+    def reaching_sites_for(self, caller, k, need):
+        """reaching_sites_at(caller, k), less the calls of caller that
+        cannot make the call at toks[k] pass values that meet need (the
+        guards on the callee's parameters an access needs): an argument
+        that is a local declared with a literal failing a guard, assigned
+        only in the branches of a test of one of caller's parameters
+        ('u64 n = 0; if (p) n = p->nr; ... f(n);' for a branch 'n != 0'
+        of f), meets it only in the calls that can pass that test."""
+        rs = self.reaching_sites_at(caller, k)
+        lifted = self._lifted_guards(caller, k, need) if need else ()
+        if not lifted or caller.name in self.addr_taken or caller.name in self.macro_used:
+            return rs
+        sites = rs if rs is not None else self.sites_of(caller)
+        if not sites:
+            return rs
+        return [s for s in sites if not self._contradicts(s, lifted)]
+
+    def _lifted_guards(self, caller, k, need):
+        """The guards on caller's parameters that the call at toks[k]
+        needs to pass values meeting need (reaching_sites_for())."""
+        args = self._call_args(caller.file, k) or ()
+        toks = self.src.toks[caller.file]
+        names = self.params(caller)
+        ranges = self._flag_ranges(caller)
+        out = []
+        for n, op, lit in need:
+            if n >= len(args) or args[n][1] - args[n][0] != 1:
+                continue
+            v = toks[args[n][0]].text
+            d = _declared(toks, caller.body_start, k, v)
+            if d is None or toks[d + 1].text != "=" or toks[d + 3].text not in (";", ","):
+                continue
+            init = literal_value(toks, d + 2, d + 3)
+            if init is None or holds(init, op, lit):
+                continue
+            sets = [j for j in assigned_at(toks, caller.body_start, caller.body_end, v) if j != d]
+            if _address_taken(toks, caller, v):
+                continue
+            for r in ranges:
+                p = names[r[2]]
+                if sets and not assigned_at(toks, caller.body_start, caller.body_end, p) and \
+                        all(any(lo < j <= hi for lo, hi, *g in ranges if tuple(g) == r[2:])
+                            for j in sets):
+                    out.append(r[2:])
+                    break
+        return tuple(out)
 
     def _contradicts(self, site, guards):
         """The call site passes a literal against one of the guards."""
@@ -145,6 +200,8 @@ def literal_value(toks, a, b):
     return -v if neg else v
 
 
+_NOT_TYPES = {"return", "case", "goto", "else", "do", "sizeof", "typeof"}
+
 _NAMED = {"true": 1, "false": 0, "NULL": 0}
 
 
@@ -156,6 +213,85 @@ def holds(v, op, lit):
     return any({"!=": x != lit, "==": x == lit, ">": x > lit, "<": x < lit,
                 ">=": x >= lit, "<=": x <= lit}[op]
                for x in (v if isinstance(v, frozenset) else (v,)))
+
+
+def _alias_ranges(toks, fn, names):
+    """Flag ranges of a local known equal to a parameter: in the branch
+    of 'if (x == p && ...)', with x a local not assigned there, a test of
+    x alone ('if (x == 0) ... else ...') tests p too."""
+    out = []
+    for i in range(fn.body_start + 1, fn.body_end):
+        if toks[i].text != "if" or toks[i + 1].text != "(":
+            continue
+        close = csrc.match_paren(toks, i + 1)
+        eq = _equal_conjunct(toks, i + 2, close, names)
+        if eq is None or _declared(toks, fn.body_start, i, eq[0]) is None:
+            continue
+        x, n = eq
+        end = _branch_end(toks, close + 1, fn.body_end)
+        if assigned_at(toks, close, end, x) or _address_taken(toks, fn, x):
+            continue
+        for j in range(close + 1, end):
+            if toks[j].text != "if" or toks[j + 1].text != "(":
+                continue
+            c2 = csrc.match_paren(toks, j + 1)
+            g = _param_test(toks, j + 2, c2, [x])
+            if g is None:
+                continue
+            _, op, lit, whole = g
+            e2 = _branch_end(toks, c2 + 1, end)
+            out.append((c2, e2 - 1, n, op, lit))
+            if whole and toks[e2 + 1].text == "else":
+                out.append((e2, _branch_end(toks, e2 + 2, end), n, _NEG[op], lit))
+    return out
+
+
+def _address_taken(toks, fn, v):
+    """'&v' somewhere in fn: a callee may change v at any time."""
+    return any(toks[k - 1].text == "&" for k in assigned_at(toks, fn.body_start, fn.body_end, v))
+
+
+def _equal_conjunct(toks, lo, hi, names):
+    """(x, parameter index) when a top-level operand of '&&' in
+    toks[lo:hi] is 'x == p' or 'p == x', x an identifier that is no
+    parameter; else None."""
+    if any(toks[j].text in ("||", "?") for j in range(lo, hi)):
+        return None
+    depth, start = 0, lo
+    for j in range(lo, hi + 1):
+        if j < hi:
+            depth += toks[j].text in ("(", "[") and 1 or toks[j].text in (")", "]") and -1 or 0
+        if j == hi or (depth == 0 and toks[j].text == "&&"):
+            w = toks[start:j]
+            if len(w) == 3 and w[1].text == "==" and w[0].kind == w[2].kind == "id":
+                for x, p in ((w[0].text, w[2].text), (w[2].text, w[0].text)):
+                    if p in names and x not in names:
+                        return x, names.index(p)
+            start = j + 1
+    return None
+
+
+def _declared(toks, lo, k, v):
+    """The token of the last declaration of the local v in toks[lo:k]
+    ('u64 v;', 'u64 v = 0;', 'u64 a, v;', 'struct s *v = NULL;'), else None."""
+    for j in range(k - 1, lo, -1):
+        if toks[j].text == v and toks[j].kind == "id" and \
+                (toks[j - 1].kind == "id" or toks[j - 1].text in ("*", ",")) and \
+                toks[j + 1].text in (";", "=", ",", "[") and toks[j - 1].text not in _NOT_TYPES:
+            if toks[j - 1].text != "," or _in_declaration(toks, lo, j):
+                return j
+    return None
+
+
+def _in_declaration(toks, lo, j):
+    """toks[j], after a ',', is in a statement that declares: it starts
+    with a type name and has no '(' before j ('u64 a, v;')."""
+    i = j
+    while i > lo and toks[i - 1].text not in (";", "{", "}"):
+        i -= 1
+        if toks[i].text in ("(", ")"):
+            return False
+    return toks[i].kind == "id" and toks[i].text not in _NOT_TYPES and toks[i + 1].kind == "id"
 
 
 def _param_test(toks, lo, hi, names):
