@@ -78,12 +78,12 @@ class LiftedFlag(unittest.TestCase):
     store to excl: it races with the reader again (flagargs.py, the
     guard lifted through the caller's local, is what kept them apart)."""
 
-    def _excl(self, old, new):
+    def _excl(self, old, new, field="excl"):
         A, _ = analyse_edited(self, "lifted_flag", "acct.c", old, new)
         got = {(a.fn, a.field): (a.action, a.rule, getattr(a, "tier", None))
                for a in A.accesses if a.struct == "acct"}
-        self.assertEqual(got[("acct_update", "excl")], ("WRITE_ONCE", "locked-write", "paired"))
-        self.assertEqual(got[("acct_report", "excl")][:2], ("READ_ONCE", "unlocked-read"))
+        self.assertEqual(got[("acct_update", field)], ("WRITE_ONCE", "locked-write", "paired"))
+        self.assertEqual(got[("acct_report", field)][:2], ("READ_ONCE", "unlocked-read"))
 
     def test_a_local_not_zero_from_the_start(self):
         """The local the caller passes starts at 1: the NULL call passes
@@ -93,6 +93,10 @@ class LiftedFlag(unittest.TestCase):
     def test_no_equality_no_alias(self):
         """'cur >= nr_old' says nothing of nr_old where cur is not 0."""
         self._excl("if (cur == nr_old && n > 0) {", "if (cur >= nr_old && n > 0) {")
+
+    def test_a_signed_local_may_be_below_0(self):
+        """A signed cur may be below 0: 'cur < nr_old' holds with nr_old 0."""
+        self._excl("u64 cur = acct_refs(a);", "s64 cur = acct_refs(a);", "moved")
 
 
 class NullHandle(unittest.TestCase):

@@ -218,17 +218,24 @@ def holds(v, op, lit):
 def _alias_ranges(toks, fn, names):
     """Flag ranges of a local known equal to a parameter: in the branch
     of 'if (x == p && ...)', with x a local not assigned there, a test of
-    x alone ('if (x == 0) ... else ...') tests p too."""
+    x alone ('if (x == 0) ... else ...') tests p too; in the branch of
+    'if (x < p && ...)', x an unsigned local, p is not 0."""
     out = []
     for i in range(fn.body_start + 1, fn.body_end):
         if toks[i].text != "if" or toks[i + 1].text != "(":
             continue
         close = csrc.match_paren(toks, i + 1)
         eq = _equal_conjunct(toks, i + 2, close, names)
-        if eq is None or _declared(toks, fn.body_start, i, eq[0]) is None:
+        d = _declared(toks, fn.body_start, i, eq[0]) if eq else None
+        if d is None:
             continue
-        x, n = eq
+        x, n, rel = eq
         end = _branch_end(toks, close + 1, fn.body_end)
+        if rel == "<":
+            # 'if (x < p && ...)' with x unsigned: p is not 0 there
+            if _unsigned(toks, fn.body_start, d):
+                out.append((close, end - 1, n, "!=", 0))
+            continue
         if assigned_at(toks, close, end, x) or _address_taken(toks, fn, x):
             continue
         for j in range(close + 1, end):
@@ -246,15 +253,30 @@ def _alias_ranges(toks, fn, names):
     return out
 
 
+_UNSIGNED = {"u8", "u16", "u32", "u64", "__u8", "__u16", "__u32", "__u64", "size_t",
+             "unsigned"}
+
+
+def _unsigned(toks, lo, d):
+    """The local declared at toks[d] is of an unsigned integer type: its
+    declaration starts with one ('u64 a, v;', 'unsigned long v;')."""
+    i = d
+    while i > lo and toks[i - 1].text not in (";", "{", "}"):
+        i -= 1
+    if toks[i].text in ("const", "static"):
+        i += 1
+    return toks[d - 1].text != "*" and toks[i].text in _UNSIGNED
+
+
 def _address_taken(toks, fn, v):
     """'&v' somewhere in fn: a callee may change v at any time."""
     return any(toks[k - 1].text == "&" for k in assigned_at(toks, fn.body_start, fn.body_end, v))
 
 
 def _equal_conjunct(toks, lo, hi, names):
-    """(x, parameter index) when a top-level operand of '&&' in
-    toks[lo:hi] is 'x == p' or 'p == x', x an identifier that is no
-    parameter; else None."""
+    """(x, parameter index, '==' or '<') when a top-level operand of '&&'
+    in toks[lo:hi] is 'x == p' or 'p == x' ('=='), 'x < p' or 'p > x'
+    ('<'), x an identifier that is no parameter; else None."""
     if any(toks[j].text in ("||", "?") for j in range(lo, hi)):
         return None
     depth, start = 0, lo
@@ -263,10 +285,13 @@ def _equal_conjunct(toks, lo, hi, names):
             depth += toks[j].text in ("(", "[") and 1 or toks[j].text in (")", "]") and -1 or 0
         if j == hi or (depth == 0 and toks[j].text == "&&"):
             w = toks[start:j]
-            if len(w) == 3 and w[1].text == "==" and w[0].kind == w[2].kind == "id":
-                for x, p in ((w[0].text, w[2].text), (w[2].text, w[0].text)):
+            if len(w) == 3 and w[1].text in ("==", "<", ">") and w[0].kind == w[2].kind == "id":
+                pairs = ((w[0].text, w[2].text), (w[2].text, w[0].text))
+                if w[1].text != "==":
+                    pairs = pairs[:1] if w[1].text == "<" else pairs[1:]
+                for x, p in pairs:
                     if p in names and x not in names:
-                        return x, names.index(p)
+                        return x, names.index(p), ("==" if w[1].text == "==" else "<")
             start = j + 1
     return None
 
