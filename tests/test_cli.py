@@ -145,6 +145,8 @@ class CliErrors(unittest.TestCase):
                 ('{"phases": [{"struct": "s", "before": ["f"], "reason": "r", '
                  '"after_wait": [{"call": "w"}]}]}', "'after_wait' must be a non-empty list"),
                 ('{"teardown_ops": "evict_inode"}', "teardown_ops"),
+                ('{"task_private": [{"struct": "s", "reason": "r", "handed_to": "f"}]}',
+                 "'handed_to' is not a list of function names"),
                 ('{"owners": ["a.b"]}', "owners entry \"a.b\" is not an object"),
                 ('{"guards": [{"reason": "r"}]}', "it needs either \"field\""),
                 ('{"guards": [{"field": "f", "reason": "r"}]}', "it needs either \"field\""),

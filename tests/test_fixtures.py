@@ -517,6 +517,30 @@ class UnlinkWaits(unittest.TestCase):
         self.assertIn("arg", str(cm.exception))
 
 
+class TaskPrivateMember(unittest.TestCase):
+    def test_without_the_fact_the_member_loads_race(self):
+        """Fixture task_private_member without its 'task_private' entry:
+        the commit's two loads of the pending operation's own reserve are
+        unlocked loads that pair with the helpers' locked stores."""
+        def untold(P):
+            P.task_private = {}
+        got = {}
+        for tweak in (None, untold):
+            A = analyse_fixture(FIXTURES / "task_private_member", tweak=tweak)
+            got[tweak is None] = [(a.action, a.rule, a.pair is not None) for a in A.accesses
+                                  if a.fn == "commit_pending" and a.field == "reserved"]
+        self.assertEqual(got[True], [("none", "task-private", False)] * 2)
+        self.assertEqual(got[False], [("READ_ONCE", "unlocked-read", True)] * 2)
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "task_private_member", policies=json.dumps(
+                {"task_private": [{"struct": "pending", "reason": "r", "handed_to": []}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("handed_to", str(cm.exception))
+
+
 class FlagHandshake(unittest.TestCase):
     def test_the_flag_stores_are_what_keep_the_turns_apart(self):
         """Fixture flag_handshake without its facts: the assertion's read

@@ -324,6 +324,12 @@ class Escapes:
         c = self._call_arg(toks, k, lo)
         return c is not None and self.P.publishers.get(c[0], -1) == c[1]
 
+    def _stays_in_task(self, fn, v):
+        """Variable v of fn points to a struct that never leaves its task
+        (policies 'task_private', not one it hands on: 'handed_to')."""
+        tp = self.P.task_private.get(csrc.struct_name(self._decl_types(fn).get(v) or ""))
+        return tp is not None and not tp.get("handed_to")
+
     def _addr_escapes(self, fn, k):
         """&obj at toks[k]: does the address leave fn?  Not when it is a
         whole argument of a call that does not keep it."""
@@ -334,11 +340,11 @@ class Escapes:
         if callee is None and toks[k - 1].text == "=" and toks[k - 2].kind == "id" and \
                 toks[k - 3].text == "->" and toks[k - 4].kind == "id" and \
                 toks[k - 5].text in (";", "{", "}") and \
-                csrc.struct_name(self._decl_types(fn).get(toks[k - 4].text) or "") in \
-                self.P.task_private:
+                self._stays_in_task(fn, toks[k - 4].text):
             # 'handle->rsv = &rsv': stored in an object that
             # belongs to this task (policies 'task_private'), so the
-            # address stays with the task
+            # address stays with the task (not one the task hands to
+            # another, 'handed_to')
             return False
         if callee is None or callee in KEYWORDS:
             return True

@@ -9,7 +9,8 @@ stores made where a reference count says no other task holds a
 reference.
 
 Reads .accesses, .src, .P, .dead, .dead_lines, .testonly, and asks
-private.py (_private_why()) and owners.py (lifecycle_functions()).  Sets
+private.py (_private_why()), owners.py (lifecycle_functions()) and
+instances.py (embedded_in(): a member embedded in a task-private struct).  Sets
 .life and each access's .exclusion (and .kind 'atomic' for a bit
 operation on a field's address).  Most false negatives a reviewer may
 suspect live here; the false positives of missed exclusions live in
@@ -92,8 +93,13 @@ class Exclusions:
                 return ("declared-exception", e["reason"])
         tp = self.P.task_private.get(a.struct)
         if tp is not None:
-            return ("task-private", "struct %s belongs to one task: %s" % (
-                a.struct, tp["reason"]))
+            return ("task-private", "struct %s belongs to one task%s: %s" % (
+                a.struct, _handed_text(tp), tp["reason"]))
+        outer = self._embedded_private(a)
+        if outer is not None:
+            tp = self.P.task_private[outer]
+            return ("task-private", "this %s is embedded in a struct %s, which belongs to "
+                    "one task%s: %s" % (a.struct, outer, _handed_text(tp), tp["reason"]))
         if (a.file, a.fn) in life:
             return ("lifecycle", "%s() is an init/teardown function%s" % (
                 a.fn, "" if self.P.is_lifecycle(a.fn) else
@@ -109,6 +115,21 @@ class Exclusions:
         if key in self.testonly and not a.test:
             return ("test-only", self.testonly[key])
         return None
+
+    def _embedded_private(self, a):
+        """The task-private struct (policies 'task_private') that embeds
+        the object of access a, by the paths instances.py follows
+        (embedded_in()), or None."""
+        types = self.__dict__.get("_tpmembers")
+        if types is None:
+            types = self._tpmembers = set()
+            for s in self.P.task_private:
+                for m in (self.src.structs.get(s) or {}).values():
+                    if not m.pointer and not m.array and m.category == "aggregate":
+                        types.add(csrc.struct_name(m.type))
+        if a.struct not in types:
+            return None
+        return self.embedded_in(a, self.P.task_private)
 
     def _object_exclusion(self, a):
         """An object no other task reaches at a: private to the function
@@ -254,3 +275,12 @@ class Exclusions:
             if c:
                 return None
         return None
+
+
+def _handed_text(tp):
+    """' at a time' for a struct its task hands to the functions of
+    'handed_to' while it waits for them."""
+    if not tp.get("handed_to"):
+        return ""
+    return " at a time (its task hands it to %s() and waits for them)" % (
+        "(), ".join(tp["handed_to"]))

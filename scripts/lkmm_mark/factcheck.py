@@ -45,7 +45,7 @@ NAMES = {
     "allocators": [("", "id")], "freers": [("", "id")],
     "lifecycle_functions": [("", "id")], "marking_macros": [("", "id")],
     "owners": [("field", "field"), ("functions", "id")],
-    "task_private": [("struct", "struct")],
+    "task_private": [("struct", "struct"), ("handed_to", "id")],
     "handlers": [("functions", "id"), ("fields", "field")],
     "contexts": [("call", "id")],
     "exceptions": [("file", "file"), ("field", "field")],

@@ -16,6 +16,10 @@ other_instance() of every candidate pair).
 - two declared roles of one struct (policies/ 'instances': a subvolume
   root and a log tree root).
 
+embedded_in() answers exclusions.py with the same paths: the struct an
+access's object is embedded in (a member of a task-private struct is
+as private as the struct).
+
 Reads .src, .accesses, .params(), .sites_of(), ._call_args(),
 .lock_name_of(), .constructors, .P.allocators, .P.roles.  Sets nothing
 but its memos (_objmemo, _freshmemo).
@@ -40,6 +44,18 @@ class Instances:
         if oa is None or ob is None:
             return False
         return oa.isdisjoint(ob)
+
+    def embedded_in(self, a, structs):
+        """The struct of structs that embeds the object a's access path
+        names ('p->m.f'; 'h->m = &p->m; ... h->m->f'; a variable or a
+        parameter only ever given '&p->m'), or None.  An embedded object
+        is part of its container's object: it reaches no task the
+        container does not."""
+        objs = self._object_of(a)
+        if not objs or any(o[0] != "embedded" for o in objs):
+            return None
+        outer = sorted({o[1].split(".", 1)[0] for o in objs})
+        return outer[0] if all(s in structs for s in outer) else None
 
     def _object_of(self, a):
         """The objects a's base may name, a set of ('embedded', 'S.m') or

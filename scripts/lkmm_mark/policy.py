@@ -425,6 +425,17 @@ def _keyed(attr, key, what, fields):
     return load
 
 
+def _task_private(P, f, entries):
+    """Structs that never leave their task; with 'handed_to', the
+    functions a task hands one to while it waits for them."""
+    _keyed("task_private", "struct", "task_private", ("struct", "reason"))(P, f, entries)
+    for c in entries:
+        h = c.get("handed_to", ["x"])
+        if not isinstance(h, list) or not h or not all(isinstance(x, str) for x in h):
+            raise UserError("%s: malformed policy file: task_private entry %s: 'handed_to' "
+                            "is not a list of function names" % (f, c["struct"]))
+
+
 def _listed(attr, fields, what):
     def load(P, f, entries):
         for c in entries:
@@ -562,7 +573,7 @@ _LOADERS = {
     "lifecycle_functions": _updated("lifecycle"),
     "lifecycle_patterns": _lifecycle_patterns,
     "owners": _owners,
-    "task_private": _keyed("task_private", "struct", "task_private", ("struct", "reason")),
+    "task_private": _task_private,
     "handlers": _listed("handlers", ("functions", "context", "reason"), "handlers"),
     "contexts": _contexts,
     "ops_entry_locks": _ops_entry_locks,
