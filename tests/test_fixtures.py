@@ -541,6 +541,30 @@ class TaskPrivateMember(unittest.TestCase):
         self.assertIn("handed_to", str(cm.exception))
 
 
+class MadeObject(unittest.TestCase):
+    def _take_store(self, old=None, new=None):
+        if old is None:
+            A = analyse_fixture(FIXTURES / "made_object")
+        else:
+            A, _ = analyse_edited(self, "made_object", "made.c", old, new)
+        return [(a.action, a.rule) for a in A.accesses
+                if a.fn == "take" and a.field == "first_free" and a.kind == "write"]
+
+    def test_an_object_found_elsewhere_is_not_made(self):
+        """Fixture made_object with the context found instead of made:
+        another task may run take() on it, and the locked store races with
+        take()'s unlocked load."""
+        self.assertEqual(self._take_store(), [("none", "locked-write-unraced")])
+        self.assertEqual(self._take_store("c = setup_ctx();", "c = find_ctx();"),
+                         [("WRITE_ONCE", "locked-write")])
+
+    def test_a_field_stored_from_elsewhere_is_no_creator_field(self):
+        """Fixture made_object with the part's ctx stored from a found
+        context: run_part()'s context may be any task's."""
+        self.assertEqual(self._take_store("p->ctx = c;", "p->ctx = find_ctx();"),
+                         [("WRITE_ONCE", "locked-write")])
+
+
 class FlagHandshake(unittest.TestCase):
     def test_the_flag_stores_are_what_keep_the_turns_apart(self):
         """Fixture flag_handshake without its facts: the assertion's read

@@ -117,6 +117,7 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, Nul
         self.handle_tests()
         # owner parameters first: _detached() (_asserted_off_list()) needs them
         self.owner_params()
+        self.made_params()
         self.param_escapes()
         self.private_params()
         self.entry_locks()

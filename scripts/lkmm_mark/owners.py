@@ -11,7 +11,9 @@ Reads .src, .accesses (with their exclusions), .calls (sites_of()),
 .addr_taken, .macro_used, .dead, .entry, .P (owners, lifecycle).  Sets
 .owned_params, .owner_read (id(access) -> reason), .owner_acc (the
 accesses an owner makes: races.py keeps two of them apart) and
-.declared_owners, and 'owner-only' exclusions.  A wrong owner here
+.declared_owners, and 'owner-only' exclusions; .made (made_params():
+the parameters and, through _made_locals(), the locals that hold an
+object the task allocated itself).  A wrong owner here
 hides the races of that field's loads.
 """
 import collections
@@ -116,6 +118,8 @@ class Owners:
             w = self.owned_params.get((a.file, a.fn), {}).get(root)
             if w is not None:
                 what = "a parameter of %s() that %s" % (a.fn, w)
+            else:
+                what = self._made_root(a.func, root)
         if what is None or self._private_root(a, {root: None}) is None:
             return None
         return root, what
@@ -315,3 +319,127 @@ class Owners:
                     fn.name in self.macro_used else tuple(sites)
             c = self._callkeys = (callers, callees)
         return c
+
+    # ------------------------------------------------ objects the task made
+    def made_params(self):
+        """Parameters that always point to an object the calling task made
+        itself: every call passes a local whose every assignment is a
+        fresh allocation (an allocator or a constructor), or 'y->p' with y
+        such an object and p a field every store of which is
+        'x->p = v' for a fresh x and such a v (the task's object, stored
+        in the task's new object), or such a parameter, or an owner
+        parameter's object.  A direct call runs in the caller's task, so
+        two accesses through them are made by the task that made the
+        object: never side by side (another task's path to it, a worker's
+        'w->obj', is not one of them).  A greatest fixed point, as
+        owner_params(); kept apart from owner_params(), whose objects other
+        tasks reach only through the links they find them by."""
+        cand = {}
+        for key, fn in self.src.funcs.items():
+            if fn.name in self.addr_taken or fn.name in self.macro_used or key in self.dead:
+                continue
+            if self.sites_of(fn):
+                for n, p in enumerate(self.params(fn)):
+                    if p and not self._reassigned(fn, p) and \
+                            p not in self.owned_params.get(key, {}):
+                        cand.setdefault(key, {})[p] = n
+        own = {key: set(ps) for key, ps in cand.items()}
+        for key, ps in self.owned_params.items():
+            own.setdefault(key, set()).update(ps)
+        changed = True
+        while changed:
+            changed = False
+            self._madememo = {}
+            for key, ps in cand.items():
+                fn = self.src.funcs[key]
+                for p in sorted(own[key] & set(ps)):
+                    if not all(self._arg_made(caller, k, ps[p], own)
+                               for (caller, st, k) in self.sites_of(fn)):
+                        own[key].discard(p)
+                        changed = True
+        self.made = own
+
+    def _arg_made(self, caller, k, n, own):
+        """Argument n of the call at toks[k] is an object caller's task
+        made (or owns)."""
+        if self._arg_owned(caller, k, n, own):
+            return True
+        args = self._call_args(caller.file, k)
+        if args is None or n >= len(args) or args[n][1] - args[n][0] != 1:
+            return False
+        return self.src.toks[caller.file][args[n][0]].text in self._made_locals(caller, own)
+
+    def _made_locals(self, fn, own):
+        """Locals of fn that only ever hold an object fn's task made."""
+        memo = self.__dict__.setdefault("_madememo", {})
+        key = (fn.file, fn.name)
+        if key not in memo:
+            memo[key] = frozenset()     # a cycle through a creator field
+            toks = self.src.toks[fn.file]
+            fresh = set(self.constructors) | set(self.P.allocators)
+            mine = own.get(key, set()) | set(self._stack_structs(fn))
+            types = self._decl_types(fn)
+            params = set(self.params(fn))
+            vals = collections.defaultdict(list)
+            for v, ks in self._ids(fn).items():
+                if v in params or v not in types:
+                    continue
+                for j in ks:
+                    if toks[j - 1].text in (".", "->"):
+                        continue                    # a member of that name
+                    c = self._call_arg(toks, j, fn.body_start)
+                    if (toks[j - 1].text == "&" and toks[j + 1].text not in ("->", "[")) or \
+                            (c is not None and ("for_each" in c[0] or c[0] == "swap")):
+                        # its address, the cursor of a loop macro
+                        vals[v].append(None)
+                    elif toks[j + 1].text == "=":
+                        e = _stmt_end(toks, j + 2, fn.body_end)
+                        vals[v].append([t.text for t in toks[j + 2:e]])
+            made = set()
+            for v, vs in vals.items():
+                if vs and all(x is not None and (
+                        x == ["NULL"] or (len(x) > 1 and x[0] in fresh and x[1] == "(") or
+                        (len(x) == 3 and x[1] == "->" and x[0] in mine and
+                         self._creator_field(types.get(x[0]), x[2], own)))
+                        for x in vs):
+                    made.add(v)
+            memo[key] = frozenset(made)
+        return memo[key]
+
+    def _creator_field(self, t, fld, own):
+        """Every store of the pointer field fld of struct type t is
+        'x->fld = v;' with x a fresh allocation of the storing function
+        and v an object its task made, and its address is never taken."""
+        from .csrc import struct_name
+        st = struct_name(t or "")
+        seen = False
+        for b in self.accesses:
+            if b.struct != st or b.field != fld:
+                continue
+            if b.kind == "address" or (b.kind == "marked" and b.macro in STORE_MACROS):
+                return False
+            if b.kind in ("write", "rmw"):
+                toks = self.src.toks[b.file]
+                if b.func is None or b.kind == "rmw" or toks[b.tok + 1].text != "=" or \
+                        toks[b.tok + 3].text not in (";", ",") or \
+                        toks[b.tok - 3].text not in (";", "{", "}"):
+                    return False
+                x, v = toks[b.tok - 2].text, toks[b.tok + 2].text
+                fresh = self._made_locals(b.func, own)
+                if x not in fresh or not (v in fresh or v in own.get((b.file, b.fn), ())):
+                    return False
+                seen = True
+        return seen
+
+    def _made_root(self, fn, root):
+        """'a parameter/local of fn that holds an object its task made'
+        (made_params(), _made_locals()), or None."""
+        key = (fn.file, fn.name)
+        if root in self.made.get(key, ()) and root not in self.owned_params.get(key, {}):
+            return "a parameter of %s() that every caller passes an object its task made " \
+                "itself (a fresh allocation, or such a parameter)" % fn.name
+        # the memo of made_params()'s last pass holds for the final sets
+        if root in self._made_locals(fn, self.made):
+            return "a local of %s() that only ever holds an object its task made itself " \
+                "(a fresh allocation, or one stored in such an object by its maker)" % fn.name
+        return None

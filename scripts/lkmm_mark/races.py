@@ -141,7 +141,8 @@ def _apart_text(locks, a, phases=None):
     for a reason text ('every write of it ...')."""
     this = "read" if a.kind == "read" else "write"
     owner = "is made, as this %s is, by the task that owns the object (a struct on " \
-        "its stack, or a parameter every caller passes such a struct in)" % this
+        "its stack, an object it allocated itself, or a parameter every caller passes " \
+        "such an object in)" % this
     parts = []
     real = [x for x in locks if x != _OWNER_PAIR and not x.startswith(_PHASE_PAIR)]
     if real:
