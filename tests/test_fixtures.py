@@ -171,6 +171,21 @@ class RememberedConfig(unittest.TestCase):
                            "\tif (fsi_is_zoned(fsi))\n\t\tctl->policy",
                            "\tif (ctl->bytes)\n\t\tctl->policy")
 
+    def test_a_plain_statement_between_default_and_test(self):
+        """'ctl->policy = PLAIN; ctl->n = f(ctl->bytes); if (zoned) ...'
+        (6.12's extent allocator) keeps the fact; a statement that hands
+        ctl on whole does not."""
+        A, _ = analyse_edited(self, "remembered_config", "alloc.c",
+                              "\tctl->policy = POLICY_PLAIN;\n",
+                              "\tctl->policy = POLICY_PLAIN;\n\tctl->bytes = fsi_bytes(fsi);\n")
+        got = {(a.fn, a.field): (a.action, a.rule) for a in A.accesses if a.kind == "read"}
+        self.assertEqual(got[("plain_alloc", "avail")][0], "none")
+        from lkmm_mark.base import UserError
+        with self.assertRaisesRegex(UserError, "nor overridden at once"):
+            analyse_edited(self, "remembered_config", "alloc.c",
+                           "\tctl->policy = POLICY_PLAIN;\n",
+                           "\tctl->policy = POLICY_PLAIN;\n\tfsi_fill(fsi, ctl);\n")
+
     def test_a_malformed_entry_is_an_error(self):
         from lkmm_mark.base import UserError
         fx, text = self._policies(lambda g: g["remembered_in"].pop("values"))

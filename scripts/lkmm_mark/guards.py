@@ -370,9 +370,10 @@ def remembered_errors(guards, stores):
 
 def _overridden(guards, t, b, k, state, resolve):
     """'x->f = V; if (test) x->f = W;' at toks[b:], the branch's state
-    the one W stands for and not state."""
-    i = k + 4
-    if i + 1 >= len(t) or t[i].text != "if" or t[i + 1].text != "(":
+    the one W stands for and not state; simple statements between that
+    neither name f nor hand x on whole are skipped ('x->g = h(x->n);')."""
+    i = _skip_plain(t, k + 4, t[k].text, t[b].text)
+    if i is None or i + 1 >= len(t) or t[i].text != "if" or t[i + 1].text != "(":
         return False
     c = match_paren(t, i + 1)
     g = guards.test(t, i + 2, c, resolve)
@@ -383,3 +384,27 @@ def _overridden(guards, t, b, k, state, resolve):
         return False
     other = guards.remembered[resolve(b, k + 1)][2].get(t[rhs + 1].text)
     return other == g[2] and other != state
+
+
+_NOT_PLAIN = frozenset(("{", "}", "if", "else", "return", "goto", "case", "default", "for",
+                        "while", "do", "switch", "break", "continue"))
+
+
+def _skip_plain(t, i, member, base):
+    """The index after the simple statements from toks[i] on (at most
+    eight) that name no member 'member' and use 'base' only through '->'
+    or '.', or None when one does."""
+    for _ in range(8):
+        if i >= len(t) or t[i].text == "if":
+            return i
+        j, depth = i, 0
+        while j < len(t) and not (t[j].text == ";" and depth == 0):
+            x = t[j].text
+            if x in _NOT_PLAIN or x == member or \
+                    (x == base and t[j + 1].text not in ("->", ".")):
+                return None
+            depth += x in ("(", "[")
+            depth -= x in (")", "]")
+            j += 1
+        i = j + 1
+    return None
