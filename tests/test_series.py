@@ -506,7 +506,7 @@ class CocciPatchModeBtrfs(unittest.TestCase):
             self.assertEqual(differ, [])
             self.assertLess(len(nested), 40)
             # not vacuous: spatch made the marks of hundreds of sites
-            self.assertGreater(len([k for k in applied if k not in nested]), 550)
+            self.assertGreater(len([k for k in applied if k not in nested]), 450)
 
 
 class CommitMessage(unittest.TestCase):

@@ -250,12 +250,23 @@ class Guards:
         if k + 1 >= len(t) or t[k - 1].text not in ("->", "."):
             return st
         b = base_start(t, k - 1)
-        if t[k + 1].text not in ASSIGN and t[k + 1].text not in STEP and not (
+        marked = t[k + 1].text == "," and b is not None and b > 1 and \
+            t[b - 1].text == "(" and t[b - 2].text == "WRITE_ONCE"
+        if t[k + 1].text not in ASSIGN and t[k + 1].text not in STEP and not marked and not (
                 b is not None and b > 0 and t[b - 1].text in STEP):
             return st
         f = resolve(b, k + 1) if b is not None else None
         if f not in self.fields:
             return st
+        if marked:
+            # WRITE_ONCE(x->f, v) of a patched tree: as 'x->f = v', and
+            # unknown when v reads the field ('x->f + 1')
+            close = match_paren(t, b - 1)
+            v = [x.text for x in t[k + 2:close]]
+            if t[k].text in v:
+                return _forget(st, f)
+            return self._with(st, f, self.fields[f], "null" if v == ["NULL"] else "set",
+                              "stored", t[k].line)
         if t[k + 1].text == "=":
             null = t[k + 2].text == "NULL" and t[k + 3].text == ";"
             return self._with(st, f, self.fields[f], "null" if null else "set", "stored",

@@ -18,15 +18,18 @@ final store).
 Reads .src and .P.wait_macros; sets the cache _waitmemo."""
 from . import csrc
 from .flagargs import assigned_at
-from .source import NON_STORE_BITOPS
+from .source import NON_STORE_BITOPS, STORE_MACROS
 from .tokutil import _is_label, _open_blocks, _split
 
 
 def plain_store(b):
-    """A store or read-modify-write of b's field (marked accesses and
-    addresses not counted: a wait never orders them here)."""
+    """A store or read-modify-write of b's field, plain or marked
+    (WRITE_ONCE() of a tree the series patched: the wait orders it the
+    same; an address is not counted)."""
     if b.kind in ("write", "rmw"):
         return True
+    if b.kind == "marked":
+        return b.macro in STORE_MACROS
     return b.kind == "atomic" and not (b.macro or "").startswith(NON_STORE_BITOPS)
 
 
