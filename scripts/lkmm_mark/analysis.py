@@ -19,12 +19,15 @@ the ones before it set (each module's docstring says what it reads and sets):
   escapes.py      parameters and addresses that escape, private parameters
   callers.py      the locks held on entry and in each calling context,
                   the locks each access holds, execution contexts
+                  (flagargs.py, nullargs.py: the calls that can reach an
+                  access, by their literal and NULL arguments)
   exclusions.py   the accesses that get no verdict of their own (with
                   detach.py and unpublished.py: windows in which a function
                   owns an object it unlinked or has not published yet;
                   values.py: branches no value of an enum field takes)
   protection.py   per field: its lock, lost updates, class
   races.py        what keeps two accesses apart without a common lock
+                  (waits.py: a wait for an object's completion)
   verdicts.py     each access's action, rule and reason
   contexts.py     the entry points each function is reached from, and
                   which run in parallel
