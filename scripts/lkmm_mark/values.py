@@ -33,10 +33,8 @@ import re
 from bisect import bisect_right
 
 from . import csrc
+from .flagargs import assigned_at
 from .tokutil import _branch_end, _open_blocks, _split, _stmt_end
-
-_ASSIGN = frozenset(("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=",
-                     "++", "--"))
 
 
 def _number(text):
@@ -129,18 +127,10 @@ def _loop_values(fn, toks, k, consts):
         lo = _const_of(toks, o + 3, o + 1 + s1, consts)
         hi = _const_of(toks, o + 1 + s1 + 3, o + 1 + s2, consts)
         if lo is None or hi is None or hi - lo > 4096 or v in out or \
-                _assigned(toks, i, csrc.match_paren(toks, i), v):
+                assigned_at(toks, i, csrc.match_paren(toks, i), v):
             continue
         out[v] = frozenset(range(lo, hi))
     return out
-
-
-def _assigned(toks, lo, hi, v):
-    for j in range(lo, hi):
-        if toks[j].text == v and (toks[j + 1].text in _ASSIGN or
-                                  toks[j - 1].text in ("++", "--", "&")):
-            return True
-    return False
 
 
 # calls that fill an object from bytes the code does not show
