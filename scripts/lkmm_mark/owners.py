@@ -413,9 +413,7 @@ class Owners:
         from .csrc import struct_name
         st = struct_name(t or "")
         seen = False
-        for b in self.accesses:
-            if b.struct != st or b.field != fld:
-                continue
+        for b in self._accesses_of(st, fld):
             if b.kind == "address" or (b.kind == "marked" and b.macro in STORE_MACROS):
                 return False
             if b.kind in ("write", "rmw"):
@@ -430,6 +428,17 @@ class Owners:
                     return False
                 seen = True
         return seen
+
+    def _accesses_of(self, st, fld):
+        """The accesses of st.fld, in their order in self.accesses (an
+        index made once per length of that list)."""
+        idx = self.__dict__.get("_byfield")
+        if idx is None or idx[0] != len(self.accesses):
+            d = collections.defaultdict(list)
+            for b in self.accesses:
+                d[(b.struct, b.field)].append(b)
+            idx = self._byfield = (len(self.accesses), d)
+        return idx[1].get((st, fld), ())
 
     def _made_root(self, fn, root):
         """'a parameter/local of fn that holds an object its task made'
