@@ -754,6 +754,33 @@ class DeclaredProtocols(unittest.TestCase):
         finally:
             accesses.Accesses._member_lock = orig
 
+    def test_freeze_levels(self):
+        """The internal level of the freeze protection is a lock of its
+        own (kernel.json super_block.sb_internal): sb_end_intwrite() leaves
+        the write access a task holds, and a subsystem's handle that takes
+        sb_start_intwrite() holds it ('also'), so neither store runs beside
+        ->freeze_fs or ->unfreeze_fs; an attached handle, which takes no
+        freeze protection, still pairs with ->unfreeze_fs."""
+        import json
+        got = self.marks("freeze_levels")
+        self.assertNotIn(("foo_unfreeze", "gen"), got)
+        self.assertNotIn(("foo_freeze", "opts"), got)
+        self.assertEqual(got[("foo_unfreeze", "seq")], "READ_ONCE")
+        # the handle without the internal level: its store pairs
+        pol = json.loads((FIXTURES / "freeze_levels" / "policies.json").read_text())
+        pol["lock_functions"][0].pop("also")
+        without = self.marks("freeze_levels", json.dumps(pol))
+        self.assertEqual(without[("foo_unfreeze", "gen")], "READ_ONCE")
+
+        # one lock for every level: sb_end_intwrite() drops the write
+        # access too, and the store after it pairs with ->freeze_fs
+        def one_level(P):
+            for n in ("sb_start_intwrite", "sb_end_intwrite"):
+                P.lockfns[n] = dict(P.lockfns[n], lock="super_block.s_writers")
+        A = analyse_fixture(FIXTURES / "freeze_levels", tweak=one_level)
+        marks = {(a.fn, a.field): a.action for a in A.accesses if a.action != "none"}
+        self.assertEqual(marks[("foo_freeze", "opts")], "READ_ONCE")
+
     def test_message_arguments_and_output(self):
         """The arguments after a format string are a message, except those
         of a call whose output the user reads (kernel.json output_calls)."""
