@@ -179,13 +179,27 @@ class Pairs:
         after a wait that has seen the field's final value is weaker than
         the wait's own reads; a pair whose racing contexts include a
         teardown (policies/ 'teardown_ops') is weaker than two live ones;
-        then the counterpart that races in the larger share of its calling
-        contexts (not a cleanup path that races in one context of many)."""
+        a counterpart whose calling contexts the analysis could not list
+        (contexts_unknown()) is weaker than one whose every context it
+        knows; then the counterpart that races in the larger share of its
+        calling contexts (not a cleanup path that races in one context of
+        many)."""
         diag = any(c in self.P.assertions or c in self.P.diag_calls for c in (b.ctx or ()))
         chains = self.racing_chains(a, b)
         teardown = not chains or any(self.teardown_chain(c) for c in chains)
         n, total = self.racing_contexts(a, b)
-        return (diag, self._after_wait(b), teardown, -(n / total if total else 0.0))
+        return (diag, self._after_wait(b), teardown, self.contexts_unknown(b),
+                -(n / total if total else 0.0))
+
+    def contexts_unknown(self, b):
+        """The calling contexts of b's function are not known (more than
+        contexts.py keeps, a recursive cycle, a function whose address is
+        taken) though the target calls it: its lockset is then only its
+        own locks and those every caller shares, and the lock one caller
+        holds around the call, which may be the one that keeps it from
+        the site, is not seen."""
+        lc = self.lockset_chains(b)
+        return len(lc) == 1 and lc[0][1] == (b.fn,) and bool(self._callers_of(b.fn))
 
     def _after_wait(self, b):
         """Load b comes after a wait macro in its function whose condition
