@@ -181,7 +181,10 @@ class Pairs:
         teardown (policies/ 'teardown_ops') is weaker than two live ones;
         a counterpart whose calling contexts the analysis could not list
         (contexts_unknown()) is weaker than one whose every context it
-        knows; then the counterpart that races in the larger share of its
+        knows; a store's counterpart is a load before another store (the
+        order of the candidates, which the share of contexts must not
+        undo: the mark a store needs is for the load that may see it half
+        made); then the counterpart that races in the larger share of its
         calling contexts (not a cleanup path that races in one context of
         many)."""
         diag = any(c in self.P.assertions or c in self.P.diag_calls for c in (b.ctx or ()))
@@ -189,7 +192,7 @@ class Pairs:
         teardown = not chains or any(self.teardown_chain(c) for c in chains)
         n, total = self.racing_contexts(a, b)
         return (diag, self._after_wait(b), teardown, self.contexts_unknown(b),
-                -(n / total if total else 0.0))
+                is_store(a) and is_store(b), -(n / total if total else 0.0))
 
     def contexts_unknown(self, b):
         """The calling contexts of b's function are not known (more than
