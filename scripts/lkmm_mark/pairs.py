@@ -182,11 +182,8 @@ class Pairs:
         teardown (policies/ 'teardown_ops') is weaker than two live ones;
         a store's counterpart is a load before another store (the order of
         the candidates, which the share of contexts must not undo: the
-        mark a store needs is for the load that may see it half made); a
-        counterpart whose calling contexts the analysis could not list is
-        weaker than one whose every context it knows, when the site holds
-        a lock it is not seen to hold (_caller_lock_unseen()); then the
-        counterpart that races in the larger share of its
+        mark a store needs is for the load that may see it half made);
+        then the counterpart that races in the larger share of its
         calling contexts (not a cleanup path that races in one context of
         many); last, a counterpart inside an operation that admits no
         other beside it is weaker than one outside, when the site's own
@@ -197,28 +194,8 @@ class Pairs:
         teardown = not chains or any(self.teardown_chain(c) for c in chains)
         n, total = self.racing_contexts(a, b)
         return (diag, self._after_wait(b), teardown, is_store(a) and is_store(b),
-                self._caller_lock_unseen(a, b), -(n / total if total else 0.0),
+                -(n / total if total else 0.0),
                 self._sole_op_missed(a, b))
-
-    def _caller_lock_unseen(self, a, b):
-        """The calling contexts of b are not known (contexts_unknown())
-        and a holds a lock that b is not seen to hold: a caller of b may
-        hold it around the call (a lock only a caller holds keeps the
-        two apart only if the site holds it too)."""
-        mine = {h[:-2] if h.endswith(":r") else h for h in (a.held or ())
-                if h != "irqs-off" and not h.startswith("?") and "{=" not in h}
-        theirs = {h[:-2] if h.endswith(":r") else h for h in (b.held or ())}
-        return bool(mine - theirs) and self.contexts_unknown(b)
-
-    def contexts_unknown(self, b):
-        """The calling contexts of b's function are not known (more than
-        contexts.py keeps, a recursive cycle, a function whose address is
-        taken) though the target calls it: its lockset is then only its
-        own locks and those every caller shares, and the lock one caller
-        holds around the call, which may be the one that keeps it from
-        the site, is not seen."""
-        lc = self.lockset_chains(b)
-        return len(lc) == 1 and lc[0][1] == (b.fn,) and bool(self._callers_of(b.fn))
 
     def _sole_op_missed(self, a, b):
         """b holds a group of a pseudo-lock that admits no second holder
