@@ -978,6 +978,28 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertTrue(dn.contexts[0].startswith("obj_wait() as ->wait"), dn.contexts)
         self.assertTrue(dn.contexts[0].endswith("-> obj_done()"), dn.contexts)
 
+    def test_store_names_a_load_first(self):
+        """A store's counterpart is a load before another store, though
+        the stores race in a larger share of their calling contexts."""
+        A = analyse_fixture(FIXTURES / "counterpart_ops")
+        on = [a for a in A.accesses if a.fn == "rescan_on" and a.field == "running"][0]
+        self.assertEqual(on.pair.fn, "wait_rescan")
+        share = {b.fn: A.racing_contexts(on, b) for b in A.pair_idx[("fsi", "running")]}
+        self.assertEqual((share["rescan_worker"], share["wait_rescan"]), ((2, 2), (3, 4)))
+
+    def test_sole_operation_entered_unseen(self):
+        """do_balance() runs in an operation that balance_resume() enters
+        through a wrapper the flow does not follow: the store made in an
+        operation that admits no other is named after the one made in an
+        operation that does; a resume that enters none names the first."""
+        A = analyse_fixture(FIXTURES / "counterpart_ops")
+        bal = [a for a in A.accesses if a.fn == "do_balance" and a.field == "ndevs"][0]
+        self.assertEqual(bal.pair.fn, "dev_add")
+        A, _ = analyse_edited(self, "counterpart_ops", "ops.c", "if (try_lock_balance(fsi))",
+                              "if (fsi->op == OP_PAUSED)")
+        bal = [a for a in A.accesses if a.fn == "do_balance" and a.field == "ndevs"][0]
+        self.assertEqual(bal.pair.fn, "dev_replace")
+
     def test_asserted_flag(self):
         """flag_asserted_private without its 'new_object_flags' entry: the
         clone's store is a shared locked store again, and the lockless
@@ -993,7 +1015,7 @@ class DeclaredProtocols(unittest.TestCase):
     def test_every_paired_site_names_a_counterpart_and_two_contexts(self):
         for name in ("racing_pairs", "config_guard", "state_guard", "exclusive_ops",
                      "writers_drain", "macro_accessors", "instance_roles",
-                     "counterpart_choice"):
+                     "counterpart_choice", "counterpart_ops"):
             A = analyse_fixture(FIXTURES / name)
             for a in A.accesses:
                 if a.action == "none":

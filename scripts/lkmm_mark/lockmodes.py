@@ -67,6 +67,12 @@ def declared_excluding(x, y):
     return None
 
 
+def sole_groups(held):
+    """The group holds of held (a lockset) whose group admits no second
+    holder, not even of its own kind (a name ending in '!')."""
+    return [g for g in _groups_in(frozenset(held)) if g[1].endswith("!")]
+
+
 def groups_exclude(n, y):
     """Lock n (a held-set key) is a group hold and the lockset y holds the
     same lock in another group, or in the same group when its name ends

@@ -30,6 +30,7 @@ field (doublefetch.py and twostep.py ask _counterpart() about them).
 import collections
 
 from .forksplit import by_group, split_loop
+from .lockmodes import sole_groups
 from .source import NON_STORE_BITOPS, STORE_MACROS
 
 PAIRED = "paired"
@@ -179,13 +180,53 @@ class Pairs:
         after a wait that has seen the field's final value is weaker than
         the wait's own reads; a pair whose racing contexts include a
         teardown (policies/ 'teardown_ops') is weaker than two live ones;
-        then the counterpart that races in the larger share of its calling
-        contexts (not a cleanup path that races in one context of many)."""
+        a store's counterpart is a load before another store (the order of
+        the candidates, which the share of contexts must not undo: the
+        mark a store needs is for the load that may see it half made);
+        then the counterpart that races in the larger share of its
+        calling contexts (not a cleanup path that races in one context of
+        many); last, a counterpart inside an operation that admits no
+        other beside it is weaker than one outside, when the site's own
+        call chain enters such an operation where the flow does not see
+        it hold one (_sole_op_missed())."""
         diag = any(c in self.P.assertions or c in self.P.diag_calls for c in (b.ctx or ()))
         chains = self.racing_chains(a, b)
         teardown = not chains or any(self.teardown_chain(c) for c in chains)
         n, total = self.racing_contexts(a, b)
-        return (diag, self._after_wait(b), teardown, -(n / total if total else 0.0))
+        return (diag, self._after_wait(b), teardown, is_store(a) and is_store(b),
+                -(n / total if total else 0.0),
+                self._sole_op_missed(a, b))
+
+    def _sole_op_missed(self, a, b):
+        """b holds a group of a pseudo-lock that admits no second holder
+        (a name ending in '!', lockmodes.groups_exclude()), and a function
+        on a calling chain of a takes a group of that pseudo-lock (itself
+        or through a wrapper that returns with it held) though
+        a is not found holding one (a paused operation resumed, a
+        try-lock whose result the flow does not follow): the operation
+        a's own task is in may keep b away."""
+        bases = {g[0] for g in sole_groups(b.held or ())}
+        if not bases:
+            return False
+        takers = self.__dict__.get("_takers")
+        if takers is None:
+            takers = self._takers = self._op_takers()
+        return any(f in takers[lk] for lk in bases for _, c in self.lockset_chains(a) for f in c)
+
+    def _op_takers(self):
+        """{lock: the functions that take it through a lock function
+        (policies/ 'lock_functions'), or call a wrapper that does: one
+        that takes it and calls no function releasing it}."""
+        got, rel = collections.defaultdict(set), collections.defaultdict(set)
+        for name, specs in self.lockfns.items():
+            for spec in specs if isinstance(specs, list) else [specs]:
+                into = rel if spec.get("op") == "release" else got \
+                    if spec.get("op") in ("acquire", "acquire_ret0", "trylock") else None
+                for lk in [spec] + list(spec.get("also") or ()) if into is not None else ():
+                    into[lk.get("lock")].update(c.name for (c, _, _) in self.calls.get(name, ()))
+        for lk, fns in got.items():
+            fns.update(*[self._callers_of(f) for f in fns - rel[lk]])
+        return got
 
     def _after_wait(self, b):
         """Load b comes after a wait macro in its function whose condition
