@@ -402,6 +402,40 @@ class PseudoExcludes(unittest.TestCase):
         self.assertIn("excludes", str(cm.exception))
 
 
+class CoveredPseudoLock(unittest.TestCase):
+    """Fixture range_flushed: the groups of the range's pseudo-lock are
+    what keep the flushed task's loads of 'block' from the completion's
+    store, and "covers" is what keeps them from saying anything about
+    the inode's 'size'."""
+
+    def _policies(self, edit):
+        d = json.loads((FIXTURES / "range_flushed" / "policies.json").read_text())
+        edit(d)
+        A = analyse_fixture(FIXTURES / "range_flushed", policies=json.dumps(d))
+        return {(a.fn, a.field, a.line): a.action for a in A.accesses
+                if a.kind == "read" and a.field in ("block", "size")}
+
+    def test_without_the_lock_functions_the_loads_race(self):
+        got = self._policies(lambda d: d.pop("lock_functions"))
+        self.assertEqual(got[("dio_begin", "block", 92)], "READ_ONCE")
+        self.assertEqual(got[("get_blocks", "block", 72)], "READ_ONCE")
+
+    def test_without_covers_the_hold_keeps_everything_apart(self):
+        got = self._policies(lambda d: d["pseudo_locks"][0].pop("covers"))
+        self.assertEqual(got[("dio_begin", "size", 95)], "none")
+        self.assertEqual(got[("flush_maps", "block", 77)], "none")
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        for bad in ("extmap", [], ["extmap.block"]):
+            with self.assertRaises(UserError) as cm:
+                analyse_fixture(FIXTURES / "range_flushed", policies=json.dumps({
+                    "pseudo_locks": [{"name": "xinode.ordered_range", "struct": "xinode",
+                                      "covers": bad, "reason": "r"}]}))
+            self.assertNotIn("\n", str(cm.exception))
+            self.assertIn("covers", str(cm.exception))
+
+
 class ValueVariants(unittest.TestCase):
     def test_the_kind_fact_is_what_keeps_them_apart(self):
         """Fixture variant_values without its 'values' and 'lists': the

@@ -50,7 +50,7 @@ from .escapes import Escapes
 from .exclusions import Exclusions
 from .flagargs import FlagArgs
 from .instances import Instances
-from .lockmodes import declare_exclusions
+from .lockmodes import declare_covers, declare_exclusions
 from .nullargs import NullArgs
 from .opsentry import OpsEntry
 from .variants import Variants
@@ -111,6 +111,8 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, Nul
         # answer an earlier analysis remembered without them
         declare_exclusions({n: c["excludes"] for n, c in self.P.pseudo_locks.items()
                             if c.get("excludes")})
+        declare_covers({n: c["covers"] for n, c in self.P.pseudo_locks.items()
+                        if c.get("covers")})
         _excluding.cache_clear()
         self.build_accesses()
         self.run_flow()

@@ -19,7 +19,8 @@ import collections
 import functools
 
 from . import csrc
-from .lockmodes import declared_excluding, group_lock, groups_exclude, mode_name
+from .lockmodes import declared_excluding, group_lock, groups_exclude, mode_name, \
+    uncovered, without_covering
 from .lockstate import How
 from .guards import guard_struct
 from .source import _short
@@ -104,6 +105,8 @@ class Callers:
         callers hold it."""
         fn = self.src.funcs[key]
         new = dict(own)
+        if fn.name not in self._covering():
+            common = without_covering(set(common or ()))
         for n in sorted(common or ()):
             if n not in new:
                 c0 = sites[0]
@@ -111,6 +114,21 @@ class Callers:
                              % (len(sites), c0[0].name, _short(c0[0].file),
                                 self.src.toks[c0[0].file][c0[2]].line), fn.line)
         return new
+
+    def _covering(self):
+        """The functions that access a struct a pseudo-lock covers
+        (policies/ 'pseudo_locks' "covers") in their own body: only their
+        entry locks and calling contexts keep such a lock's holds.  The
+        hold is kept down a chain of calls that each work on such objects
+        (a range's extent maps); a call into code that touches none (a
+        space reservation, a flush, a commit) works on other objects,
+        and neither it nor its callees get the hold (it would also only
+        multiply the contexts a function counts)."""
+        got = self.__dict__.get("_covmemo")
+        if got is None:
+            structs = {s for c in self.P.pseudo_locks.values() for s in c.get("covers", ())}
+            got = self._covmemo = frozenset(a.fn for a in self.accesses if a.struct in structs)
+        return got
 
     def _own_entry_locks(self, key, fn, ops_entry):
         """The locks fn itself says it is entered with: annotations, a
@@ -285,7 +303,9 @@ class Callers:
                 for n, how in self._entry_of(a, key).items():
                     if n not in st.killed and n not in held:
                         held[n] = how
-            a.held = held
+            # a pseudo-lock that covers other structs holds nothing here
+            kept = uncovered(set(held), a.struct)
+            a.held = held if len(kept) == len(held) else {n: held[n] for n in kept}
 
     def _entry_of(self, a, key):
         """The locks a's function is entered with on the calls that can
@@ -472,6 +492,7 @@ def _held_by_all(sites, entry, clocks, pruned=None):
 
 def _own_guards(held, struct):
     """held without the state guards of other structs' fields (guards.py:
-    a field's state keeps apart only accesses to its own object)."""
+    a field's state keeps apart only accesses to its own object), and
+    without the pseudo-locks that cover only other structs (uncovered())."""
     drop = {n for n in held if "{" in n and guard_struct(n) not in (None, struct)}
-    return held - drop if drop else held
+    return uncovered(held - drop if drop else held, struct)

@@ -29,6 +29,7 @@ lockset_chains() and same_thread().
 import collections
 
 from .callers import _excluding, _own_guards
+from .lockmodes import without_covering
 from .locks import KEYWORDS
 from .lockstate import How
 from .source import _short
@@ -206,6 +207,7 @@ class Contexts:
         visiting.add(key)
         own = set(self.entry.get(key, {}))
         clocks = list(self.P.container_locks.values())
+        covered = fn.name in self._covering()
         out = {}
         for (caller, st, k) in sites:
             base = set(st.held)
@@ -218,12 +220,8 @@ class Contexts:
             if cc is None:
                 cc = [frozenset(self.entry.get(ck, {}))]
             for c in cc:
-                h = base | {n for n in c if n not in st.killed} | own
-                for cl in clocks:
-                    for lk in cl["locks"]:
-                        for m in (lk, lk + ":r"):
-                            if m in h:
-                                h.add(cl["name"] + m[len(lk):])
+                h = _context_set(base | {n for n in c if n not in st.killed} | own,
+                                 clocks, covered)
                 if _config_clash(h):
                     continue            # found a configuration true and false
                 # the call chain of this context, first found (pairs.py
@@ -464,6 +462,19 @@ class Contexts:
         c = self._workitems = {fn: next(iter(s)) for fn, s in found.items()
                                if len(s) == 1 and None not in s}
         return c
+
+
+def _context_set(h, clocks, covered):
+    """Lockset h of a calling context with the lock of each container
+    (policies/ 'container_locks') whose entry lock it holds, and without
+    the holds of pseudo-locks that cover structs unless the function
+    accesses one (callers._covering())."""
+    for cl in clocks:
+        for lk in cl["locks"]:
+            for m in (lk, lk + ":r"):
+                if m in h:
+                    h.add(cl["name"] + m[len(lk):])
+    return h if covered else without_covering(h)
 
 
 def _config_clash(held):

@@ -67,7 +67,7 @@ NAMES = {
     "phases": [("struct", "struct"), ("before", "id"), ("after", "id"),
                ("after_wait.0.call", "id"), ("after_wait.1.call", "id"),
                ("after_wait.2.call", "id")],
-    "pseudo_locks": [("struct", "struct")],
+    "pseudo_locks": [("struct", "struct"), ("covers", "struct")],
     "instances": [("struct", "struct")],
     "guards": [("field", "field"), ("call", "id"), ("when_mentions.1", "field"),
                ("under", "lock"), ("remembered_in.field", "field")],

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Lock names and modes: the held-set key of a lock taken in a mode
 (exclusive 'L', shared 'L:r', a group 'L{g}:r'), which holds exclude which
-(groups of one lock, locks declared to exclude others), and the extra
-locks a lock function takes with its own."""
+(groups of one lock, locks declared to exclude others), which accesses a
+pseudo-lock keeps apart (the structs it covers), and the extra locks a
+lock function takes with its own."""
 import functools
 
 
@@ -52,6 +53,41 @@ def declare_exclusions(pairs):
     """{pseudo-lock: [locks it excludes]} for declared_excluding()."""
     _EXCLUDES.clear()
     _EXCLUDES.update(pairs)
+
+
+# pseudo-locks that keep apart only accesses to the structs they cover
+# (policies/ 'pseudo_locks' "covers": a range's hold says nothing about
+# the other objects its holder touches); set by declare_covers()
+_COVERS = {}
+
+
+def declare_covers(covers):
+    """{pseudo-lock: [structs it covers]} for uncovered()."""
+    _COVERS.clear()
+    _COVERS.update(covers)
+
+
+def uncovered(held, struct):
+    """held without the holds of pseudo-locks that cover other structs
+    only: for an access to struct, such a hold keeps nothing apart."""
+    if not _COVERS:
+        return held
+    drop = {n for n in held if struct not in _COVERS.get(lock_base(n), (struct,))}
+    return held - drop if drop else held
+
+
+def without_covering(held):
+    """held without the holds of every pseudo-lock that covers structs."""
+    if not _COVERS:
+        return held
+    drop = {n for n in held if lock_base(n) in _COVERS}
+    return held - drop if drop else held
+
+
+def lock_base(n):
+    """The lock a held-set key holds: 'L{g}:r', 'L:r', 'L' -> 'L'."""
+    n = n[:-2] if n.endswith(":r") else n
+    return n.rpartition("{")[0] if n.endswith("}") else n
 
 
 def declared_excluding(x, y):

@@ -544,6 +544,10 @@ def _pseudo_locks(P, f, entries):
         ex = c.get("excludes", [])
         if not isinstance(ex, list) or not all(isinstance(x, str) and "." in x for x in ex):
             raise _err(f, "pseudo_locks %s: excludes must be a list of lock names", c["name"])
+        cov = c.get("covers", ["x"])
+        if not isinstance(cov, list) or not cov or \
+                not all(isinstance(x, str) and x.isidentifier() for x in cov):
+            raise _err(f, "pseudo_locks %s: covers must be a list of struct names", c["name"])
 
 
 def _container_accessors(P, f, entries):
