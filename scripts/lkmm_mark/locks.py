@@ -16,7 +16,7 @@ Backward gotos end their path (the label's state is already fixed).
 """
 from . import correlate
 from .lockconds import Conds
-from .lockmodes import group_lock, hold_also, mode_name
+from .lockmodes import HANDED, group_lock, hold_also, mode_name
 from .lockstate import How, State, merge
 
 KEYWORDS = {"if", "else", "while", "for", "do", "switch", "case", "default", "return",
@@ -339,6 +339,12 @@ class LockFlow(Conds):
 
     def _lock_name(self, spec, alo, ahi):
         args = self._split_args(alo, ahi)
+        w = spec.get("out_arg")
+        if w is not None and (w >= len(args) or
+                              [x.text for x in self.t[args[w][0]:args[w][1]]] in (["NULL"], ["0"])):
+            # a wrapper that hands the locked object back through this
+            # argument (handback.py) takes nothing when it is NULL
+            return None
         w = spec.get("when_arg")
         if w:
             # only the calls whose argument w[0] is the token w[1] (one
@@ -499,7 +505,8 @@ class LockFlow(Conds):
                 hold_also(st, spec, How(spec["name"], line))
                 self.res.events.append((k, "acquire", name))
         elif op == "release":
-            gone = {name, name + ":r"}
+            # (and the same lock a wrapper handed back: handback.py)
+            gone = {name, name + ":r", name + HANDED, name + HANDED + ":r"}
             for extra in spec.get("also", ()):
                 # the other locks it took with its own ('also') go with it
                 gone |= {extra["lock"], extra["lock"] + ":r"}
