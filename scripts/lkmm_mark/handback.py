@@ -88,11 +88,13 @@ class HandBack:
         return out
 
     def _stored_in(self, toks, fn, p):
-        """The locals fn stores in '*p' ('*p = v;' as a statement)."""
+        """The locals fn stores in '*p' ('*p = v;' as a statement; not
+        '*p = NULL;', which hands back nothing)."""
         out = set()
         for k in range(fn.body_start + 1, fn.body_end - 4):
             if toks[k].text == "*" and toks[k + 1].text == p and toks[k + 2].text == "=" and \
-                    toks[k + 3].kind == "id" and toks[k + 4].text == ";" and \
+                    toks[k + 3].kind == "id" and toks[k + 3].text != "NULL" and \
+                    toks[k + 4].text == ";" and \
                     toks[k - 1].text in (";", "{", "}", ")", "else"):
                 out.add(toks[k + 3].text)
         return out
