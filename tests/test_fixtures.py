@@ -99,6 +99,51 @@ class LiftedFlag(unittest.TestCase):
         self._excl("u64 cur = acct_refs(a);", "s64 cur = acct_refs(a);", "moved")
 
 
+class HandedBack(unittest.TestCase):
+    """Fixture handed_back edited so that hdr_read_ag() does not return 0
+    with the buffer it hands back locked: it is no lock function then,
+    and hdr_geometry()'s load races with the stores like hdr_peek()'s
+    (handback.py is what kept it apart)."""
+
+    def _geometry(self, old, new):
+        A, _ = analyse_edited(self, "handed_back", "handed.c", old, new)
+        got = {a.fn: (a.action, a.rule, getattr(a, "tier", None))
+               for a in A.accesses if a.field == "free" and a.kind == "read"}
+        self.assertEqual(got["hdr_geometry"], ("READ_ONCE", "unlocked-read", "paired"))
+
+    def test_released_before_the_return(self):
+        self._geometry("\telse\n\t\thdr_relse(bp);", "\thdr_relse(bp);")
+
+    def test_a_success_before_the_hand_back(self):
+        """A 'return 0' that hands nothing back: the caller's buffer is
+        not locked there."""
+        self._geometry("\tif (bpp)\n", "\tif (ag->init > 1)\n\t\treturn 0;\n\tif (bpp)\n")
+
+
+class ModeVariable(unittest.TestCase):
+    """Fixture mode_variable edited so that the local node_check() hands
+    to node_lock() may hold a mode that takes nothing, or is a
+    parameter: the call takes no lock, and the load races with the store
+    (the values of the local are what made it a lock call)."""
+
+    def _check(self, old, new):
+        A, _ = analyse_edited(self, "mode_variable", "mode.c", old, new)
+        got = {a.fn: (a.action, a.rule, getattr(a, "tier", None))
+               for a in A.accesses if a.field == "projid" and a.kind == "read"}
+        self.assertEqual(got["node_check"], ("READ_ONCE", "unlocked-read", "paired"))
+
+    def test_a_value_that_takes_nothing(self):
+        self._check("\t\tmode = NODE_SHARED;", "\t\tmode = NODE_NONE;")
+
+    def test_a_parameter(self):
+        """A mode the caller passes, assigned here too: the caller's value
+        is not seen."""
+        self._check("int node_check(struct node *n, int want, bool relock)\n{\n"
+                    "\tunsigned int mode;",
+                    "int node_check(struct node *n, int want, bool relock, "
+                    "unsigned int mode)\n{")
+
+
 class NullHandle(unittest.TestCase):
     """Fixture null_handle with a NULL call that reaches what the others
     do not: the handle's pin is lost there, and the load races with the

@@ -13,7 +13,8 @@ the ones before it set (each module's docstring says what it reads and sets):
                   (accessors.py: those in macro bodies, at their calls)
   callgraph.py    the lock flow of each function, the call graph, dead
                   code (scan.py: its source-only part; syntax.py: what a
-                  function's tokens say, for every stage)
+                  function's tokens say, for every stage; handback.py:
+                  the wrappers that hand back a locked object)
   private.py      objects private to a function, constructors
   owners.py       owner parameters, the owner's reads, life cycles
   escapes.py      parameters and addresses that escape, private parameters
@@ -49,6 +50,7 @@ from .doublefetch import DoubleFetch
 from .escapes import Escapes
 from .exclusions import Exclusions
 from .flagargs import FlagArgs
+from .handback import HandBack
 from .instances import Instances
 from .lockmodes import declare_covers, declare_exclusions
 from .nullargs import NullArgs
@@ -71,8 +73,8 @@ from .waits import Waits
 __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 
-class Analysis(Accesses, Accessors, Syntax, SourceScan, CallGraph, FlagArgs, NullArgs, OpsEntry,
-               Callers, Escapes, Private, Detach, Unpublished, Owners, FieldValues, Exclusions,
+class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs, NullArgs,
+               OpsEntry, Callers, Escapes, Private, Detach, Unpublished, Owners, FieldValues, Exclusions,
                Protection, Races, Waits, Verdicts, Contexts, Variants, Instances, Pairs, DoubleFetch,
                TwoStep):
     def __init__(self, tree, target, facts, policies, files, src=None):

@@ -19,7 +19,7 @@ import collections
 import functools
 
 from . import csrc
-from .lockmodes import declared_excluding, group_lock, groups_exclude, mode_name, \
+from .lockmodes import HANDED, declared_excluding, group_lock, groups_exclude, mode_name, \
     uncovered, without_covering
 from .lockstate import How
 from .guards import guard_struct
@@ -239,8 +239,10 @@ class Callers:
         rs = self._locksets(r)
         found = []
         for x in rs:
-            hit = [lk for lk in common if (lk[:-2] in x if lk.endswith("!x") else
-                                           (lk in x or lk + ":r" in x))]
+            hit = [lk for lk in common if (lk[:-2] in x or lk[:-2] + HANDED in x
+                                           if lk.endswith("!x") else
+                                           lk in x or lk + ":r" in x or lk + HANDED in x or
+                                           lk + HANDED + ":r" in x)]
             if not hit:
                 break
             found.append(hit[0][:-2] if hit[0].endswith("!x") else hit[0])

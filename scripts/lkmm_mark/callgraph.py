@@ -9,7 +9,7 @@ functions stored only in the target's ops tables or in stack structs
 handed to calls.  It also finds dead code and test-only functions.
 
 Reads .accesses, .src, .P and source_scan()'s result (scan.py).  Sets
-.lockfns, .flows ((file, fn) -> the flow's result: .at, .calls, .events),
+.lockfns, .flow_lockfns (with handback.py's), .flows ((file, fn) -> the flow's result: .at, .calls, .events),
 .calls (callee name -> [(caller Function, State, token index)]),
 .addr_taken, .macro_used, .dead_lines, .dead, .testonly, and each
 access's .ctx (the calls around it).  A function whose call sites are not
@@ -57,6 +57,9 @@ class CallGraph:
     def run_flow(self):
         self.lockfns = self.annotated_lockfns()
         self.guards = Guards(self.P.guards, self.P.state_assertions)
+        # and, for the lock flow only, the wrappers that hand a locked
+        # object back through a parameter (handback.py)
+        self.flow_lockfns = dict(self.lockfns, **self.handed_back_lockfns())
         by_func = collections.defaultdict(list)
         for a in self.accesses:
             if a.func is not None and a.tok is not None:
@@ -103,7 +106,7 @@ class CallGraph:
         def resolve(x, y):
             return self.lock_name_of(f, toks, x, y)
 
-        return LockFlow(toks, fn.body_start, fn.body_end + 1, self.lockfns, resolve,
+        return LockFlow(toks, fn.body_start, fn.body_end + 1, self.flow_lockfns, resolve,
                         want, self.guards).run(entry)
 
     def cond_params(self):

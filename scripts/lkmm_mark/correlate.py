@@ -179,3 +179,35 @@ def forget_in(t, lo, hi, st):
     st = st.copy()
     st.zero = st.zero - vs
     return st
+
+
+def flag_values(t, lo, hi, v):
+    """The values the local v of the body toks[lo:hi] is ever given, as
+    token ranges ('v = A;', 'T v = A | B;'), when every one is a flag
+    constant or an or of them, v is no parameter (not named in the
+    function's head before toks[lo]) and nothing else changes it ('v |=
+    A', '&v'); else None.  Flow-insensitive: a lock call handed v takes
+    what every one of them names (locks.py)."""
+    head = lo - 1
+    while head > 0 and lo - head < 400 and t[head].text not in (";", "}"):
+        if t[head].text == v:
+            return None
+        head -= 1
+    out = []
+    for k in range(lo + 1, hi - 1):
+        if t[k].text != v or t[k - 1].text in (".", "->"):
+            continue
+        nxt = t[k + 1].text
+        if t[k - 1].text == "&" or nxt in _ASSIGN and nxt != "=" or t[k - 1].text in ("++", "--"):
+            return None
+        if nxt != "=":
+            continue
+        e = k + 2
+        while e < hi and t[e].text not in (";", ","):
+            e += 1
+        words = t[k + 2:e]
+        if not words or any(x.kind != "id" for x in words[::2]) or \
+                any(x.text != "|" for x in words[1::2]) or len(words) % 2 == 0:
+            return None
+        out.append((k + 2, e))
+    return out or None

@@ -93,12 +93,13 @@ def lock_base(n):
 def declared_excluding(x, y):
     """A lock one of the locksets x and y holds exclusively that is
     declared to exclude a lock the other holds, in any mode; or None."""
-    if not _EXCLUDES:
-        return None
+    hit = handed_excluding(x, y)
+    if hit is not None or not _EXCLUDES:
+        return hit
     for a, b in ((x, y), (y, x)):
         for n in a:
             for e in _EXCLUDES.get(n, ()):
-                if e in b or e + ":r" in b:
+                if any(e + m in b for m in ("", ":r", HANDED, HANDED + ":r")):
                     return n
     return None
 
@@ -107,6 +108,29 @@ def sole_groups(held):
     """The group holds of held (a lockset) whose group admits no second
     holder, not even of its own kind (a name ending in '!')."""
     return [g for g in _groups_in(frozenset(held)) if g[1].endswith("!")]
+
+
+# the held-set key of a lock a wrapper handed back through a parameter
+# (handback.py): 'L@handed'.  It keeps accesses apart as L does, but no
+# field takes it for its own lock (protection.py): the lock is inferred
+# from the calls, not seen taken
+HANDED = "@handed"
+
+
+def handed_base(n):
+    """'L' for the held-set key 'L@handed' or 'L@handed:r'; None for any other."""
+    return n.split(HANDED)[0] if HANDED in n else None
+
+
+def handed_excluding(x, y):
+    """A handed-back lock of lockset x or y that excludes the same lock
+    the other holds (exclusive on one side); or None."""
+    for a, b in ((x, y), (y, x)):
+        for n in a:
+            base = handed_base(n)
+            if base is not None and (base in b or not n.endswith(":r") and base + ":r" in b):
+                return n
+    return None
 
 
 def groups_exclude(n, y):

@@ -16,7 +16,7 @@ Backward gotos end their path (the label's state is already fixed).
 """
 from . import correlate
 from .lockconds import Conds
-from .lockmodes import group_lock, hold_also, mode_name
+from .lockmodes import HANDED, group_lock, hold_also, mode_name
 from .lockstate import How, State, merge
 
 KEYWORDS = {"if", "else", "while", "for", "do", "switch", "case", "default", "return",
@@ -326,6 +326,9 @@ class LockFlow(Conds):
         whose token the argument names ('A | B': a wrapper that takes two
         locks in one call).  Two modes of one lock named together (an
         assertion that either is held) hold the weaker."""
+        vals = self._arg_values(spec, alo, ahi)
+        if vals is not None:
+            return self._picks_by_values(spec, vals)
         out = {}
         for sp in [spec] + spec.get("variants", []):
             name = self._lock_name(sp, alo, ahi)
@@ -337,8 +340,53 @@ class LockFlow(Conds):
                 out[name] = (sp, name)
         return list(out.values())
 
+    def _arg_values(self, spec, alo, ahi):
+        """The values a local handed as the argument that picks the entry
+        ('foo_lock(x, mode)' after 'mode = A;' and 'mode = B;') may
+        hold (correlate.flag_values()), or None."""
+        w = spec.get("when_arg")
+        if not w:
+            return None
+        args = self._split_args(alo, ahi)
+        if w[0] >= len(args) or args[w[0]][1] - args[w[0]][0] != 1:
+            return None
+        a = args[w[0]][0]
+        if self.t[a].kind != "id":
+            return None
+        return correlate.flag_values(self.t, self.lo, self.hi, self.t[a].text)
+
+    def _picks_by_values(self, spec, vals):
+        """The entries a call takes whichever of the values vals its
+        argument holds: a lock every value names, in the weakest mode one
+        of them names; a release drops every lock any value names."""
+        per = []
+        for v in vals:
+            got = {}
+            for sp in [spec] + spec.get("variants", []):
+                w = sp.get("when_arg")
+                if not w or not sp.get("lock") or not self._names_flag(v, w[1]):
+                    continue
+                name = group_lock(sp["lock"], sp)
+                if name not in got or mode_name(name, sp) != name:
+                    got[name] = sp
+            per.append(got)
+        names = set(per[0]).intersection(*per[1:])
+        if spec["op"] == "release":
+            names = set().union(*per)
+        out = []
+        for name in sorted(names):
+            sps = [g[name] for g in per if name in g]
+            out.append((next((x for x in sps if mode_name(name, x) != name), sps[0]), name))
+        return out
+
     def _lock_name(self, spec, alo, ahi):
         args = self._split_args(alo, ahi)
+        w = spec.get("out_arg")
+        if w is not None and (w >= len(args) or
+                              [x.text for x in self.t[args[w][0]:args[w][1]]] in (["NULL"], ["0"])):
+            # a wrapper that hands the locked object back through this
+            # argument (handback.py) takes nothing when it is NULL
+            return None
         w = spec.get("when_arg")
         if w:
             # only the calls whose argument w[0] is the token w[1] (one
@@ -499,7 +547,8 @@ class LockFlow(Conds):
                 hold_also(st, spec, How(spec["name"], line))
                 self.res.events.append((k, "acquire", name))
         elif op == "release":
-            gone = {name, name + ":r"}
+            # (and the same lock a wrapper handed back: handback.py)
+            gone = {name, name + ":r", name + HANDED, name + HANDED + ":r"}
             for extra in spec.get("also", ()):
                 # the other locks it took with its own ('also') go with it
                 gone |= {extra["lock"], extra["lock"] + ":r"}

@@ -20,6 +20,7 @@ here is the source of most false positives and negatives of a field.
 import collections
 
 from .callers import _BY_CALLERS
+from .lockmodes import HANDED
 from .lockstate import How
 from .source import NON_STORE_BITOPS, STORE_MACROS
 from .verdicts import _holds_any
@@ -196,10 +197,12 @@ class Protection:
         phase = self.phase_locks
         for w in ws:
             for lk in w.held:
-                if lk.endswith(":r") or lk.startswith("?") or lk in phase:
+                if lk.endswith(":r") or lk.startswith("?") or lk in phase or \
+                        HANDED in lk:
                     # a phase lock (policies/ 'param_locks': held shared by
                     # nearly every function) orders accesses only through
-                    # its exclusive side, below; it is no field's own lock
+                    # its exclusive side, below; it is no field's own lock;
+                    # nor is one a wrapper handed back (handback.py)
                     continue
                 cnt[lk] += 1
                 first.setdefault(lk, w)
