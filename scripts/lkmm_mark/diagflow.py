@@ -21,10 +21,13 @@ The value of a load is followed, conservatively, through
   static, its address is not taken, and every call of it is used the same
   way in its caller (depth 3);
 and each local must be a non-pointer one declared in the function, and
-every other use of it must be an argument of a diagnostic (callctx.py's
-marks, policies/ diagnostic_calls, assertion_calls) whose call is a
-statement of its own (so not 'if (WARN_ON(v))'), the condition of an 'if'
-whose body is one assertion, or another of the flows above.  Any other use
+every other use of it must be an argument a message prints after its
+format (callctx.py's mark), a tracepoint records (policies/
+diagnostic_prefixes) or an assertion tests (assertion_calls), in a call
+that is a statement of its own (so not 'if (WARN_ON(v))'), the condition
+of an 'if' whose body is one assertion, or another of the flows above.
+An argument before the format is no such use: the callee may use it for
+more than the message.  Any other use
 (an index, a base of '->', '&v', a branch with work in it, a 'switch' or a
 loop, a store to a field, an argument of any other call, a caller that
 keeps the result) keeps the load as it is.  At least one diagnostic must
@@ -77,10 +80,11 @@ class DiagFlow:
         return c
 
     def _use_diag(self, fn, k):
-        """The diagnostic token k of fn is an argument of, or None: a call
-        of a message or an assertion that is a statement of its own (its
-        result unused: 'if (WARN_ON(v))' decides more than a message), or
-        the condition of an 'if' whose body is one assertion."""
+        """The diagnostic token k of fn is an argument of, or None: a value
+        printed after the format, recorded by a tracepoint or tested by an
+        assertion, whose call is a statement of its own (its result unused:
+        'if (WARN_ON(v))' decides more than a message), or the condition of
+        an 'if' whose body is one assertion."""
         ctx = [c for c in self._fctx(fn).get(k, ()) if c]
         if len(ctx) > 1 and ctx[0] == "if" and ctx[1].endswith(GUARD):
             return ctx[1]
@@ -91,7 +95,12 @@ class DiagFlow:
         if toks[st].text != ctx[0] or toks[st + 1].text != "(" or \
                 toks[csrc.match_paren(toks, st + 1) + 1].text != ";":
             return None
-        return next(c for c in reversed(ctx) if self.P.is_diag(c))
+        # an argument a message prints, a tracepoint records or an
+        # assertion tests: not one before the format, which the callee
+        # may use for more (a lock it drops and takes again)
+        return next((c for c in reversed(ctx) if c.endswith(MESSAGE) or
+                     c in self.P.assertions or
+                     any(c.startswith(p) for p in self.P.diag_prefixes)), None)
 
     def _flows_to_diag(self, fn, i, j, depth):
         """The diagnostic the value of tokens i..j of fn reaches when it
