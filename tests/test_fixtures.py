@@ -73,6 +73,38 @@ class FlagArgument(unittest.TestCase):
         self.assertEqual(got[("space_note", "noted")], ("WRITE_ONCE", "unlocked-write"))
 
 
+class DiagLocal(unittest.TestCase):
+    """Fixture diag_local edited so that the local or the result does work
+    besides the message: the load is no diagnostic read any more
+    (diagflow.py is what made it one, not another rule)."""
+
+    def verdict(self, A, fn, field):
+        return next((a.action, a.rule) for a in A.accesses
+                    if a.fn == fn and a.field == field and a.kind == "read")
+
+    def test_count_put_to_work(self):
+        A, _ = analyse_edited(self, "diag_local", "pool.c",
+                              'pr_info("%d pools writable\\n", n);', "pool_add(p, n);")
+        self.assertEqual(self.verdict(A, "pool_dump", "ro"), ("READ_ONCE", "unlocked-read"))
+
+    def test_count_also_indexes(self):
+        A, _ = analyse_edited(self, "diag_local", "pool.c",
+                              'pr_info("%d pools writable\\n", n);',
+                              'pr_info("%d pools writable\\n", n);\n\tp->slots[n] = 0;')
+        self.assertEqual(self.verdict(A, "pool_dump", "ro"), ("READ_ONCE", "unlocked-read"))
+
+    def test_result_put_to_work(self):
+        A, _ = analyse_edited(self, "diag_local", "pool.c",
+                              'pr_info("pool %llu%% used\\n", pct);', "pool_add(p, pct);")
+        self.assertEqual(self.verdict(A, "pool_percent", "used"),
+                         ("READ_ONCE", "unlocked-read"))
+
+    def test_guard_with_an_else(self):
+        A, _ = analyse_edited(self, "diag_local", "pool.c", "\t\tn++;\n\tpr_info(\"%d pools w",
+                              "\t\tn++;\n\telse\n\t\tpool_kick(p);\n\tpr_info(\"%d pools w")
+        self.assertEqual(self.verdict(A, "pool_dump", "ro"), ("READ_ONCE", "unlocked-read"))
+
+
 class LiftedFlag(unittest.TestCase):
     """Fixture lifted_flag edited so that the rescan's call may reach the
     store to excl: it races with the reader again (flagargs.py, the

@@ -234,6 +234,12 @@ class RewriteFixtures(unittest.TestCase):
         that use; sysfs_emit()'s output is data (READ_ONCE())."""
         self.check("message_args")
 
+    def test_diagnostic_through_a_local(self):
+        """A load whose value reaches a message only through a local or a
+        static function's result gets data_race() in place; the twins whose
+        local or result does work too get READ_ONCE() (diagflow.py)."""
+        self.check("diag_local")
+
     def test_double_fetch_left_for_a_human(self):
         """The loads of a double fetch get no mark: a READ_ONCE() on each
         would not make them one load (the cover letter's fix)."""

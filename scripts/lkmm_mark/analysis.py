@@ -14,7 +14,9 @@ the ones before it set (each module's docstring says what it reads and sets):
   callgraph.py    the lock flow of each function, the call graph, dead
                   code (scan.py: its source-only part; syntax.py: what a
                   function's tokens say, for every stage; handback.py:
-                  the wrappers that hand back a locked object)
+                  the wrappers that hand back a locked object; diagflow.py:
+                  the loads whose value reaches only diagnostics through
+                  locals and return values)
   private.py      objects private to a function, constructors
   owners.py       owner parameters, the owner's reads, life cycles
   escapes.py      parameters and addresses that escape, private parameters
@@ -46,6 +48,7 @@ from .callers import Callers, _excluding
 from .callgraph import CallGraph
 from .contexts import Contexts
 from .detach import Detach
+from .diagflow import DiagFlow
 from .doublefetch import DoubleFetch
 from .escapes import Escapes
 from .exclusions import Exclusions
@@ -76,7 +79,7 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs, NullArgs,
                OpsEntry, Callers, Escapes, Private, Detach, Unpublished, Owners, FieldValues, Exclusions,
                Protection, Races, Waits, Verdicts, Contexts, Variants, Instances, Pairs, DoubleFetch,
-               TwoStep):
+               TwoStep, DiagFlow):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")
@@ -119,6 +122,7 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, Fla
         self.build_accesses()
         self.run_flow()
         self.call_graph(scan() if scan is not None else None)
+        self.diag_flows()
         self.constructors = self.find_constructors()
         # a NULL handle's calls, and where a handle is there after all
         self.handle_tests()

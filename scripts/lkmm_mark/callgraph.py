@@ -12,9 +12,11 @@ Reads .accesses, .src, .P and source_scan()'s result (scan.py).  Sets
 .lockfns, .flow_lockfns (with handback.py's), .flows ((file, fn) -> the flow's result: .at, .calls, .events),
 .calls (callee name -> [(caller Function, State, token index)]),
 .addr_taken, .macro_used, .dead_lines, .dead, .testonly, and each
-access's .ctx (the calls around it).  A function whose call sites are not
-all seen (address taken, named in a macro) is entered with no lock held:
-the false positives of unseen callers start here.
+access's .ctx (the calls around it) and ._guarded (the assertions that
+make the condition of their 'if' diagnostic: diagflow.py).  A function
+whose call sites are not all seen (address taken, named in a macro) is
+entered with no lock held: the false positives of unseen callers start
+here.
 """
 import collections
 
@@ -69,8 +71,8 @@ class CallGraph:
         self._sites = {}                               # sites_of() cache, reset with calls
         self._want = {}
         # an 'if' whose body is one assertion: its condition is diagnostic
-        guarded = set(self.P.assertions) | {n for n, spec in self.P.lockfns.items()
-                                            if _asserts(spec)}
+        guarded = self._guarded = set(self.P.assertions) | {
+            n for n, spec in self.P.lockfns.items() if _asserts(spec)}
         for key, fn in self.src.funcs.items():
             f = fn.file
             toks = self.src.toks[f]
