@@ -1212,3 +1212,24 @@ class RuleCoverage(unittest.TestCase):
         self.assertEqual([i for i in ids if i not in used], [],
                          "rules no fixture exercises")
         self.assertEqual(sorted(used - set(ids)), [], "verdict rules policies.json lacks")
+
+
+class ZeroTrylock(unittest.TestCase):
+    """Fixture zero_trylock: a try-lock the condition goes on after."""
+
+    def _rule(self, A, fn):
+        (r,) = [a.rule for a in A.accesses if a.fn == fn and a.field == "size"]
+        return r
+
+    def test_an_or_after_the_trylock_says_nothing(self):
+        # 'spin_trylock(L) || n' is true also where the try-lock failed
+        A, _ = analyse_edited(self, "zero_trylock", "expand.c",
+                              "spin_trylock(&c->lock) != 0", "spin_trylock(&c->lock) || n")
+        self.assertNotIn(self._rule(A, "cache_shrink"), ("locked-write", "always-locked"))
+
+    def test_a_negated_and_says_nothing(self):
+        # '!spin_trylock(L) && n' is false also where the try-lock failed
+        A, _ = analyse_edited(self, "zero_trylock", "expand.c",
+                              "spin_trylock(&c->lock) != 0) {",
+                              "!spin_trylock(&c->lock) && n) {} else {")
+        self.assertNotIn(self._rule(A, "cache_shrink"), ("locked-write", "always-locked"))

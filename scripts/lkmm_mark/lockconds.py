@@ -17,6 +17,7 @@ class Conds:
         # find a trylock-like call directly in the condition
         k = lo
         neg = False
+        opened = 0
         while k < hi:
             x = t[k].text
             if x == "!":
@@ -25,6 +26,7 @@ class Conds:
                 continue
             if x == "(":
                 k += 1
+                opened += 1
                 continue
             break
         spec = self.lockfns.get(t[k].text) if k < hi and t[k].kind == "id" else None
@@ -40,6 +42,12 @@ class Conds:
         if spec and spec["op"] in ("trylock", "acquire_ret0") and k + 1 < hi and t[k + 1].text == "(":
             # trylock: true means taken; mutex_lock_interruptible: 0 means taken
             taken_if_true = (spec["op"] == "trylock") != neg
+            after = self._after_call(k, hi, opened)
+            if after is None or after == "== 0" or \
+                    after in ("&&", "||") and (after == "&&") != taken_if_true:
+                # 'trylock(L) || a', 'trylock(L) > 0', 'trylock(L) == 0':
+                # neither outcome of the condition says how it went
+                taken_if_true = None
             return self._trylock_states(hi, k, self.expr(lo, k, st, skip_events=True),
                                         taken_if_true)
         tail = self._tail_trylock(lo, hi)
@@ -89,6 +97,33 @@ class Conds:
             return s1, s
         return None
 
+    def _after_call(self, k, hi, opened):
+        """How the condition goes on after the call toks[k](...), inside
+        the 'opened' parentheses before it: 'end' (nothing but those
+        parentheses), '== 0' or '!= 0' (a comparison with 0 that ends
+        it), '&&' or '||' (at the top level, every operator there the
+        same one), else None."""
+        t = self.t
+        j = self._match(k + 1) + 1
+        if j + 1 < hi and t[j].text in ("==", "!=") and t[j + 1].text in ("0", "false", "NULL"):
+            cmp, j = t[j].text + " 0", j + 2
+        else:
+            cmp = "end"
+        rest = [x.text for x in t[j:hi]]
+        if rest == [")"] * opened:
+            return cmp
+        if cmp != "end" or opened:
+            return None
+        ops, depth = set(), 0
+        for x in rest:
+            if x in ("(", "["):
+                depth += 1
+            elif x in (")", "]"):
+                depth -= 1
+            elif depth == 0 and x in ("||", "&&", "?", ":", ","):
+                ops.add(x)
+        return ops.pop() if ops in ({"&&"}, {"||"}) and rest[0] in ops else None
+
     def _tail_trylock(self, lo, hi):
         """(k, taken_if_true) when the condition toks[lo:hi] ends in a
         try-lock that is evaluated last and decides it: 'a || !trylock(L)'
@@ -126,7 +161,8 @@ class Conds:
     def _trylock_states(self, hi, k, before, taken_if_true):
         """(state if true, state if false) of a condition decided by the
         try-lock call toks[k] (at its start, or last: _tail_trylock()),
-        before: the state the call is made in."""
+        before: the state the call is made in; taken_if_true None: the
+        condition does not say how it went, nothing held in either."""
         t = self.t
         spec = self.lockfns[t[k].text]
         c = self._match(k + 1)
@@ -135,6 +171,8 @@ class Conds:
         self.res.calls.append((k, t[k].text, before))
         rest = self.expr(c + 1, hi, before)
         got = rest.copy()
+        if taken_if_true is None:
+            return rest, got
         for sp, name in picks:
             got.held[mode_name(name, sp)] = How(sp["name"] + " succeeded", t[k].line)
             hold_also(got, sp, How(sp["name"] + " succeeded", t[k].line))
