@@ -691,10 +691,10 @@ class DrainedHolders(unittest.TestCase):
         del own["drains"]
         marks = [{(a.fn, a.field, a.line) for a in A.accesses if a.action != "none"}
                  for A in (analyse_fixture(d, policies=json.dumps(own)), analyse_fixture(d))]
-        self.assertEqual(marks[0] - marks[1], {("holder_peek", "state", 42),
-                                                ("txn_begin", "state", 77),
-                                                ("txn_block", "state", 84),
-                                                ("txn_unblock", "state", 91)})
+        self.assertEqual(marks[0] - marks[1], {("holder_peek", "state", 43),
+                                                ("txn_begin", "state", 78),
+                                                ("txn_block", "state", 85),
+                                                ("txn_unblock", "state", 92)})
         self.assertEqual(marks[1] - marks[0], set())
 
 

@@ -66,7 +66,8 @@ class Waits:
     def after_drain(self, a, counter, keeps=None):
         """Is access a, through a plain variable x, after a drain of x's
         holders: a wait macro statement whose condition reads x->counter
-        ('wait_event(q, atomic_read(&x->n) == 1);'), on every path?  An
+        ('wait_event(q, atomic_read(&x->n) == 1);', not one that a signal
+        or a timeout ends), on every path?  An
         assignment of x at toks[k] for which keeps(k) is true gives it the
         same object."""
         if a.func is None or a.tok is None or not a.base or not a.base.isidentifier():
@@ -76,7 +77,7 @@ class Waits:
             return False
         for j in range(a.func.body_start + 1, a.tok):
             if toks[j].text not in self.P.wait_macros or toks[j + 1].text != "(" or \
-                    toks[j - 1].text not in (";", "{", "}"):
+                    toks[j - 1].text not in (";", "{", "}") or _may_give_up(toks[j].text):
                 continue
             close = csrc.match_paren(toks, j + 1)
             if close + 1 < a.tok and toks[close + 1].text == ";" and \
@@ -84,6 +85,12 @@ class Waits:
                     _every_path(toks, a, j, close + 1, True, keeps):
                 return True
         return False
+
+
+def _may_give_up(macro):
+    """A wait that may return with its condition false (a signal, a
+    timeout): no drain."""
+    return any(w in macro for w in ("interruptible", "killable", "timeout"))
 
 
 def _reads(toks, lo, hi, var, field):
