@@ -144,6 +144,13 @@ class CliErrors(unittest.TestCase):
                  "phases s: needs 'after' or 'after_wait'"),
                 ('{"phases": [{"struct": "s", "before": ["f"], "reason": "r", '
                  '"after_wait": [{"call": "w"}]}]}', "'after_wait' must be a non-empty list"),
+                ('{"drains": [{"struct": "s", "lock": "s.n", "counter": "n", '
+                 '"through": ["h"], "reason": "r"}]}', "drains s: 'through' must be"),
+                ('{"drains": [{"struct": "s", "lock": "s.n", "counter": "n", '
+                 '"through": ["h->s"], "reason": "r", "drained_params": [{"function": "f"}]}]}',
+                 "drains s: 'through' must be"),
+                ('{"drains": [{"struct": "s", "lock": "s.n", "through": ["h->s"], '
+                 '"reason": "r"}]}', "drains entry without 'counter'"),
                 ('{"teardown_ops": "evict_inode"}', "teardown_ops"),
                 ('{"task_private": [{"struct": "s", "reason": "r", "handed_to": "f"}]}',
                  "'handed_to' is not a list of function names"),

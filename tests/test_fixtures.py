@@ -790,6 +790,25 @@ class WaitedCompletion(unittest.TestCase):
         self.assertEqual(marks[1] - marks[0], set())
 
 
+class DrainedHolders(unittest.TestCase):
+    def test_the_drain_is_what_keeps_the_holder_read_plain(self):
+        """Fixture drained_holders without its 'drains' entry: the
+        holder's read of its own txn's state races with the lockless
+        stores after the drain again, so the drain, not some other rule,
+        keeps it plain; the reads and stores it keeps marked are marked
+        either way."""
+        d = FIXTURES / "drained_holders"
+        own = json.loads((d / "policies.json").read_text())
+        del own["drains"]
+        marks = [{(a.fn, a.field, a.line) for a in A.accesses if a.action != "none"}
+                 for A in (analyse_fixture(d, policies=json.dumps(own)), analyse_fixture(d))]
+        self.assertEqual(marks[0] - marks[1], {("holder_peek", "state", 43),
+                                                ("txn_begin", "state", 78),
+                                                ("txn_block", "state", 85),
+                                                ("txn_unblock", "state", 92)})
+        self.assertEqual(marks[1] - marks[0], set())
+
+
 class DeclaredProtocols(unittest.TestCase):
     """Each kind of protocol fact, taken out of its fixture: the sites it
     keeps plain are marked again, so the fact, not another rule, keeps

@@ -30,7 +30,8 @@ the ones before it set (each module's docstring says what it reads and sets):
                   values.py: branches no value of an enum field takes)
   protection.py   per field: its lock, lost updates, class
   races.py        what keeps two accesses apart without a common lock
-                  (waits.py: a wait for an object's completion)
+                  (waits.py: a wait for an object's completion;
+                  drains.py: a drain of an object's holders)
   verdicts.py     each access's action, rule and reason
   contexts.py     the entry points each function is reached from, and
                   which run in parallel
@@ -50,6 +51,7 @@ from .contexts import Contexts
 from .detach import Detach
 from .diagflow import DiagFlow
 from .doublefetch import DoubleFetch
+from .drains import Drains
 from .escapes import Escapes
 from .exclusions import Exclusions
 from .flagargs import FlagArgs
@@ -78,7 +80,7 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs, NullArgs,
                OpsEntry, Callers, Escapes, Private, Detach, Unpublished, Owners, FieldValues, Exclusions,
-               Protection, Races, Waits, Verdicts, Contexts, Variants, Instances, Pairs, DoubleFetch,
+               Protection, Races, Waits, Drains, Verdicts, Contexts, Variants, Instances, Pairs, DoubleFetch,
                TwoStep, DiagFlow):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree

@@ -67,6 +67,8 @@ NAMES = {
     "phases": [("struct", "struct"), ("before", "id"), ("after", "id"),
                ("after_wait.0.call", "id"), ("after_wait.1.call", "id"),
                ("after_wait.2.call", "id")],
+    "drains": [("struct", "struct"), ("lock", "lock"), ("drained_params.0.function", "id"),
+               ("drained_params.1.function", "id"), ("same_while.lock", "lock")],
     "pseudo_locks": [("struct", "struct"), ("covers", "struct")],
     "instances": [("struct", "struct")],
     "guards": [("field", "field"), ("call", "id"), ("when_mentions.1", "field"),

@@ -32,7 +32,7 @@ SCHEMA = {
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
     "state_assertions": list, "variants": list, "work_items": list, "default_target": str, "seed": str,
     "replaces": list, "initialisers": list, "data_locks": list, "output_calls": list,
-    "unlink_waits": list,
+    "unlink_waits": list, "drains": list,
 }
 
 
@@ -57,6 +57,7 @@ class Policies:
         self.container_locks = {}  # struct -> spec: entries protected by their container's lock
         self.data_locks = []       # {member_types, lock, reason}: on-disk format data and its lock
         self.phases = []           # {struct, before, after, reason}: one object's life-cycle order
+        self.drains = []           # {struct, lock, counter, through, ...}: a drain of an object's holders
         self.output_calls = set()  # format calls whose output the user reads (not a message)
         self.pseudo_locks = {}     # name -> {name, struct, reason}: a protocol that acts as a lock
         self.guards = []           # {field or call, reason, implies, under, pinned}: guards.py
@@ -356,6 +357,26 @@ def _after_waits(f, c):
                    c["struct"])
 
 
+def _drains(P, f, entries):
+    """policies/ 'drains': {"struct", "lock", "counter", "through": [path],
+    "drained_params"?: [{"function", "arg"}], "reason"}."""
+    for c in entries:
+        _need(f, c, ("struct", "lock", "counter", "through", "reason"), "drains")
+        v, dp, sw = c["through"], c.get("drained_params", []), c.get("same_while")
+        if not (isinstance(v, list) and v and all(isinstance(p, str) and "->" in p for p in v)) \
+                or not (isinstance(dp, list) and all(
+                    isinstance(p, dict) and isinstance(p.get("function"), str) and
+                    isinstance(p.get("arg"), int) and p["arg"] >= 0 for p in dp)) or \
+                not (sw is None or isinstance(sw, dict) and isinstance(sw.get("lock"), str) and
+                     isinstance(sw.get("paths"), list) and
+                     all(isinstance(p, str) and p for p in sw["paths"])):
+            raise _err(f, "drains %s: 'through' must be a non-empty list of paths "
+                       "('h->obj'), 'drained_params' a list of {\"function\": name, "
+                       "\"arg\": number} and 'same_while' {\"paths\": [path], \"lock\": "
+                       "lock}", c["struct"])
+        P.drains.append(c)
+
+
 def _instances(P, f, entries):
     """Objects of one struct in distinct roles: what the pointer fields of
     one role point to is never what those of another role point to."""
@@ -586,6 +607,7 @@ _LOADERS = {
     "container_locks": _container_locks,
     "data_locks": _data_locks,
     "phases": _phases,
+    "drains": _drains,
     "guards": _guards,
     "state_assertions": _state_assertions,
     "variants": _variants,

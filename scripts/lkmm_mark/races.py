@@ -4,7 +4,8 @@ does.  A pair is kept apart by a lock shared in every pair of their
 calling contexts (exclusive on one side, or two groups that exclude each
 other: _ctx_excluded() in callers.py), by a declared life-cycle order
 (policies/ 'phases': one in the 'before' phase, the other in the 'after'
-phase), or because the task owning the object makes both.  An access kept
+phase; policies/ 'drains': a holder's access to its own object before the
+drainer's, drains.py), or because the task owning the object makes both.  An access kept
 apart from every conflicting one is 'unraced-in-every-context'; a locked
 write kept apart from every racer is 'locked-write-unraced'.
 
@@ -15,6 +16,7 @@ caches (_wxmemo, _phsets).  A lock the callers are wrongly thought to
 hold would clear a real race here.
 """
 
+from .drains import DRAIN_PAIR, drain_key
 from .waits import plain_store
 
 _OWNER_PAIR = "(the task that owns the object)"
@@ -84,8 +86,11 @@ class Races:
         """A sentinel naming the policies/ 'phases' entry that orders
         accesses b and a (one in its 'before' phase, the other in its
         'after' phase, both to the entry's struct), or None."""
-        if not self.P.phases or a.struct != b.struct or a.func is None or b.func is None:
+        if a.struct != b.struct or a.func is None or b.func is None:
             return None
+        dr = self.drain_apart(a, b)
+        if dr is not None or not self.P.phases:
+            return dr
         ka, kb = (a.file, a.fn), (b.file, b.fn)
         for i, (ph, before, after) in enumerate(self._phase_sets()):
             if ph["struct"] != a.struct:
@@ -109,7 +114,7 @@ class Races:
         a.action, a.rule = "none", "unraced-in-every-context"
         a.reason = "%s: every %s of it %s: it races with none" % (
             name, "write" if a.kind == "read" else "other access",
-            _apart_text(locks, a, self.P.phases))
+            _apart_text(locks, a, self.P.phases, self.P.drains))
 
     def _pair_excluded(self, b, a):
         """The locks that keep accesses b and a from running side by side,
@@ -136,7 +141,7 @@ def _phase_key(i, ph):
     return "%s%d %s" % (_PHASE_PAIR, i, ph["struct"])
 
 
-def _apart_text(locks, a, phases=None):
+def _apart_text(locks, a, phases=None, drains=None):
     """How _kept_apart()'s locks keep the other accesses from access a,
     for a reason text ('every write of it ...')."""
     this = "read" if a.kind == "read" else "write"
@@ -144,7 +149,7 @@ def _apart_text(locks, a, phases=None):
         "its stack, an object it allocated itself, or a parameter every caller passes " \
         "such an object in)" % this
     parts = []
-    real = [x for x in locks if x != _OWNER_PAIR and not x.startswith(_PHASE_PAIR)]
+    real = [x for x in locks if x != _OWNER_PAIR and not x.startswith((_PHASE_PAIR, DRAIN_PAIR))]
     if real:
         parts.append("shares a lock with this %s in every pair of their calling contexts "
                      "(%s), exclusive on one side%s" % (
@@ -157,6 +162,12 @@ def _apart_text(locks, a, phases=None):
                          "%s declares (%s() before %s: %s)" % (
                              this, ph["struct"], PHASE_TAG, "(), ".join(ph["before"]),
                              _after_text(ph), ph["reason"]))
+    for i, d in enumerate(drains or ()):
+        if drain_key(i, d) in locks:
+            parts.append("is ordered with this %s by a drain of the holders of a struct %s "
+                         "that policies/ 'drains' declares (a holder's accesses to its own "
+                         "object before the drainer's after a wait on %s: %s)" % (
+                             this, d["struct"], d["counter"], d["reason"]))
     if _OWNER_PAIR in locks:
         parts.append(owner)
     return ", or ".join(parts)

@@ -108,7 +108,7 @@ class Verdicts:
             a.reason = "%s is %s without %s elsewhere (e.g. %s() at %s), but each " \
                 "of them %s: nothing races with this locked write" % (
                     name, "written" if b.kind in ("write", "rmw") else "read", lk,
-                    b.fn, b.where(), _apart_text(xl, a, self.P.phases))
+                    b.fn, b.where(), _apart_text(xl, a, self.P.phases, self.P.drains))
             return
         if holds_x:
             a.rule = "locked-write"

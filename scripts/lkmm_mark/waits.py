@@ -15,6 +15,10 @@ between them.  Only the 'before' functions' stores are ordered so: their
 loads may still come after the completion (a worker's clean-up after its
 final store).
 
+after_drain() finds the same for a drain of an object's holders
+(policies/ 'drains', drains.py): a wait macro statement whose condition
+reads the object's counter of holders.
+
 Reads .src and .P.wait_macros; sets the cache _waitmemo."""
 from . import csrc
 from .flagargs import assigned_at
@@ -57,14 +61,66 @@ class Waits:
         stmt, end = _statement_call(toks, j, self.P.wait_macros)
         if stmt is None or end >= a.tok or not _args_match(toks, j + 1, w, a.base):
             return False
-        blocks = list(_open_blocks(toks, a.func.body_start - 1, stmt))
-        if not blocks or csrc.match_paren(toks, blocks[0]) < a.tok:
+        return _every_path(toks, a, stmt, end)
+
+    def after_drain(self, a, counter, keeps=None):
+        """Is access a, through a plain variable x, after a drain of x's
+        holders: a wait macro statement whose condition reads x->counter
+        ('wait_event(q, atomic_read(&x->n) == 1);', not one that a signal
+        or a timeout ends), on every path?  An
+        assignment of x at toks[k] for which keeps(k) is true gives it the
+        same object."""
+        if a.func is None or a.tok is None or not a.base or not a.base.isidentifier():
             return False
-        if any(_is_label(toks, i) or toks[i].text in ("case", "default")
-               for i in range(end, a.tok)):
+        toks = self.src.toks.get(a.file)
+        if toks is None:
             return False
-        return not assigned_at(toks, end, a.tok, a.base) and \
-            not _iterated(toks, end, a.tok, a.base)
+        for j in range(a.func.body_start + 1, a.tok):
+            if toks[j].text not in self.P.wait_macros or toks[j + 1].text != "(" or \
+                    toks[j - 1].text not in (";", "{", "}") or _may_give_up(toks[j].text):
+                continue
+            close = csrc.match_paren(toks, j + 1)
+            if close + 1 < a.tok and toks[close + 1].text == ";" and \
+                    _reads(toks, j + 2, close, a.base, counter) and \
+                    _every_path(toks, a, j, close + 1, True, keeps):
+                return True
+        return False
+
+
+def _may_give_up(macro):
+    """A wait that may return with its condition false (a signal, a
+    timeout): no drain."""
+    return any(w in macro for w in ("interruptible", "killable", "timeout"))
+
+
+def _reads(toks, lo, hi, var, field):
+    """Does toks[lo:hi] read var->field (var the root of the path)?"""
+    return any(toks[k].text == var and toks[k + 1].text in ("->", ".") and
+               toks[k + 2].text == field and toks[k - 1].text not in ("->", ".")
+               for k in range(lo, hi - 2))
+
+
+def _every_path(toks, a, stmt, end, members=False, keeps=None):
+    """Does every path to access a pass the statement toks[stmt:end+1],
+    with a.base not given another object between (members: the address
+    of a member, '&x->f', does not count)?"""
+    blocks = list(_open_blocks(toks, a.func.body_start - 1, stmt))
+    if not blocks or csrc.match_paren(toks, blocks[0]) < a.tok:
+        return False
+    if any(_is_label(toks, i) or toks[i].text in ("case", "default")
+           for i in range(end, a.tok)):
+        return False
+    return not reassigned(toks, end, a.tok, a.base, members, keeps) and \
+        not _iterated(toks, end, a.tok, a.base)
+
+
+def reassigned(toks, lo, hi, var, members=True, keeps=None):
+    """flagargs.assigned_at(), less the addresses of var's members
+    ('&x->f', which give x no other object) when members is true, and
+    the assignments keeps(k) says give x the object it had."""
+    return any(not (members and toks[k - 1].text == "&" and toks[k + 1].text in ("->", ".")) and
+               not (keeps is not None and keeps(k))
+               for k in assigned_at(toks, lo, hi, var))
 
 
 def _iterated(toks, lo, hi, var):
