@@ -126,11 +126,17 @@ def handed_excluding(x, y):
     """A handed-back lock of lockset x or y that excludes the same lock
     the other holds (exclusive on one side); or None."""
     for a, b in ((x, y), (y, x)):
-        for n in a:
-            base = handed_base(n)
-            if base is not None and (base in b or not n.endswith(":r") and base + ":r" in b):
+        for n, base in _handed_in(a):
+            if base in b or not n.endswith(":r") and base + ":r" in b:
                 return n
     return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _handed_in(x):
+    """The handed-back locks of lockset x (a frozenset), with their base:
+    found once per lockset, not once per pair of locksets."""
+    return tuple((n, handed_base(n)) for n in x if HANDED in n)
 
 
 def groups_exclude(n, y):
