@@ -21,7 +21,7 @@ ANALYSIS = ["analysis", "source", "tokutil", "accesses", "syntax", "scan", "call
             "exclusions", "protection", "races", "verdicts", "accessors", "contexts",
             "pairs", "guards", "doublefetch", "twostep", "flagargs", "instances", "variants",
             "opsentry", "forksplit", "lockstate", "lockmodes", "lockconds", "callctx",
-            "locks", "nullargs", "waits", "handback", "diagflow"]
+            "locks", "nullargs", "waits", "handback", "diagflow", "memberflags"]
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 
