@@ -73,6 +73,32 @@ class FlagArgument(unittest.TestCase):
         self.assertEqual(got[("space_note", "noted")], ("WRITE_ONCE", "unlocked-write"))
 
 
+class StackMemberFlag(unittest.TestCase):
+    """Fixture stack_member_flag edited so that walk_free()'s struct may
+    have pin set: the callback's branch is reached from it, without the
+    lock, and its store races with obj_bump() (memberflags.py is what
+    kept that storer out, not another rule)."""
+
+    def off_store(self, A):
+        return next((a.action, a.rule) for a in A.accesses
+                    if a.fn == "walk_visit" and a.field == "off")
+
+    def test_initialised_set(self):
+        A, _ = analyse_edited(self, "stack_member_flag", "walk.c", ".free = 1,",
+                              ".free = 1,\n\t\t.pin = 1,")
+        self.assertEqual(self.off_store(A), ("WRITE_ONCE", "unlocked-write"))
+
+    def test_stored_through_a_pointer(self):
+        A, _ = analyse_edited(self, "stack_member_flag", "walk.c", "\twc->visit(wc, obj);",
+                              "\twc->pin = 0;\n\twc->visit(wc, obj);")
+        self.assertEqual(self.off_store(A), ("WRITE_ONCE", "unlocked-write"))
+
+    def test_called_with_another_struct(self):
+        A, _ = analyse_edited(self, "stack_member_flag", "walk.c", "\twc->visit(wc, obj);",
+                              "\twc->visit(walk_other(obj), obj);")
+        self.assertEqual(self.off_store(A), ("WRITE_ONCE", "unlocked-write"))
+
+
 class DiagLocal(unittest.TestCase):
     """Fixture diag_local edited so that the local or the result does work
     besides the message: the load is no diagnostic read any more

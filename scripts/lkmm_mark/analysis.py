@@ -55,6 +55,7 @@ from .drains import Drains
 from .escapes import Escapes
 from .exclusions import Exclusions
 from .flagargs import FlagArgs
+from .memberflags import MemberFlags
 from .handback import HandBack
 from .instances import Instances
 from .lockmodes import declare_covers, declare_exclusions
@@ -78,10 +79,10 @@ from .waits import Waits
 __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 
-class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs, NullArgs,
-               OpsEntry, Callers, Escapes, Private, Detach, Unpublished, Owners, FieldValues, Exclusions,
-               Protection, Races, Waits, Drains, Verdicts, Contexts, Variants, Instances, Pairs, DoubleFetch,
-               TwoStep, DiagFlow):
+class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs,
+               MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
+               Owners, FieldValues, Exclusions, Protection, Races, Waits, Drains, Verdicts, Contexts,
+               Variants, Instances, Pairs, DoubleFetch, TwoStep, DiagFlow):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")
@@ -101,6 +102,7 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, Fla
         self._ctxmemo = {}
         self._ctxchain = {}
         self._flagcache = {}            # flagargs.py
+        self._mflagcache = {}           # memberflags.py
         self._stackunl_cache = {}       # detach.py
         self._unpubcache = {}           # unpublished.py
         self._zhcache = {}              # exclusions.py

@@ -386,6 +386,9 @@ class CallGraph:
         # callback: it runs in the same task
         good = set(found) - bad
         calls_of = {m: fns for m, fns in members.items() if fns <= good}
+        # the members each such callback is stored in (memberflags.py)
+        self.stack_cb_members = {n: {m for m, fns in members.items() if n in fns}
+                                 for n in good}
         out = {}
         for name, storers in found.items():
             if name in bad:

@@ -109,9 +109,12 @@ class FlagArgs:
             return c
         c = None
         guards = self.flag_guards(fn, k)
-        if guards:
+        # and the members of a stack struct that holds fn (memberflags.py)
+        mguards = self.member_guards(fn, k)
+        if guards or mguards:
             sites = self.sites_of(fn)
-            keep = [s for s in sites if not self._contradicts(s, guards)]
+            keep = [s for s in sites if not self._contradicts(s, guards) and
+                    not self.member_contradicts(s, mguards, fn)]
             if len(keep) < len(sites):
                 c = keep
         self._flagcache[key] = c
