@@ -1227,6 +1227,12 @@ class ZeroTrylock(unittest.TestCase):
                               "spin_trylock(&c->lock) != 0", "spin_trylock(&c->lock) || n")
         self.assertNotIn(self._rule(A, "cache_shrink"), ("locked-write", "always-locked"))
 
+    def test_a_comparison_with_1_says_nothing(self):
+        A, _ = analyse_edited(self, "zero_trylock", "expand.c",
+                              "spin_trylock(&c->lock) == 0", "spin_trylock(&c->lock) == 1")
+        self.assertEqual(self._rule(A, "cache_expand"), "unlocked-write")
+        self.assertEqual(self._rule(A, "cache_size"), "racing-locked-read")
+
     def test_a_negated_and_says_nothing(self):
         # '!spin_trylock(L) && n' is false also where the try-lock failed
         A, _ = analyse_edited(self, "zero_trylock", "expand.c",
