@@ -145,6 +145,10 @@ class CliErrors(unittest.TestCase):
                 ('{"phases": [{"struct": "s", "before": ["f"], "reason": "r", '
                  '"after_wait": [{"call": "w"}]}]}', "'after_wait' must be a non-empty list"),
                 ('{"teardown_ops": "evict_inode"}', "teardown_ops"),
+                ('{"teardown_owns": [{"struct": "s", "reason": "r"}]}',
+                 "teardown_owns entry without 'owner'"),
+                ('{"teardown_owns": [{"struct": "s", "owner": ["o"], "reason": "r"}]}',
+                 "'struct' and 'owner' must be struct names"),
                 ('{"task_private": [{"struct": "s", "reason": "r", "handed_to": "f"}]}',
                  "'handed_to' is not a list of function names"),
                 ('{"owners": ["a.b"]}', "owners entry \"a.b\" is not an object"),

@@ -179,28 +179,23 @@ class Contexts:
         _CTX_MAX contexts."""
         return self._contexts_from(key, None, _visiting)
 
-    def _contexts_from(self, key, sites, _visiting=None, need=()):
+    def _contexts_from(self, key, sites, _visiting=None, need=(), drop=frozenset()):
         """caller_contexts() of key from the call sites that reach one
-        access (None: all) and the guards on key's parameters it needs."""
+        access (None: all) and the guards on key's parameters it needs;
+        drop: functions whose calls add no context (live_contexts())."""
         memo = self._ctxmemo
-        mkey = (key, need) if sites is None else (key, tuple(x[2] for x in sites), need)
+        mkey = (key, need, drop) if sites is None else \
+            (key, tuple(x[2] for x in sites), need, drop)
         if mkey in memo:
             return memo[mkey]
         fn = self.src.funcs.get(key)
         if fn is None or fn.name in self.addr_taken or fn.name in self.macro_used:
             memo[mkey] = None
             return None
-        if sites is None:
-            sites = self.sites_of(fn)
-        sites = self.without_private(self.live_sites(sites))
-        # a call from init or teardown (exclusions.py: the life-cycle
-        # functions) is a context in which nothing else runs: it races
-        # with no other, so it adds no lockset the others must exclude
-        life = getattr(self, "life", ())
-        sites = [x for x in sites if (x[0].file, x[0].name) not in life] or sites
+        sites = self._context_sites(fn, sites, drop)
         if not sites:
-            memo[mkey] = None
-            return None
+            memo[mkey] = sites
+            return sites
         visiting = _visiting if _visiting is not None else set()
         if key in visiting:
             return None
@@ -216,7 +211,7 @@ class Contexts:
             rs = self.reaching_sites_for(caller, k, need)
             if rs is not None and not rs:
                 continue                # a call no caller's call reaches (flagargs.py)
-            cc = self._contexts_from(ck, rs, visiting)
+            cc = self._contexts_from(ck, rs, visiting, drop=drop)
             if cc is None:
                 cc = [frozenset(self.entry.get(ck, {}))]
             for c in cc:
@@ -233,9 +228,25 @@ class Contexts:
         res = sorted(out, key=sorted) if len(out) <= self._CTX_MAX else None
         if _visiting is None or res is not None:
             memo[mkey] = res
-            for h in res or ():
+            for h in res or () if not drop else ():
                 self._ctxchain.setdefault((key, h), out[h])
         return res
+
+    def _context_sites(self, fn, sites, drop):
+        """The call sites of fn (sites, None: all) that give it a calling
+        context: None when none does, [] when only calls from drop do."""
+        if sites is None:
+            sites = self.sites_of(fn)
+        sites = self.without_private(self.live_sites(sites))
+        # a call from init or teardown (exclusions.py: the life-cycle
+        # functions) is a context in which nothing else runs: it races
+        # with no other, so it adds no lockset the others must exclude
+        life = getattr(self, "life", ())
+        sites = [x for x in sites if (x[0].file, x[0].name) not in life] or sites
+        if not sites:
+            return None
+        kept = [x for x in sites if x[0].name not in drop]
+        return kept if kept or not drop else []
 
     def lockset_chains(self, a):
         """_locksets(a), each with the call chain of its context (frozen
@@ -246,15 +257,21 @@ class Contexts:
             got = memo[id(a)] = (a, [(frozenset(x), c) for x, c in self._lockset_chains(a)])
         return got[1]
 
-    def _lockset_chains(self, a):
+    def _lockset_chains(self, a, drop=frozenset()):
+        """lockset_chains() of a; drop: functions whose calls add no
+        context ([] when only they reach a: live_apart())."""
         key = (a.file, a.fn)
         ctxs = None
+        if a.fn in drop:
+            return []
         if a.func is not None:
             # the calls that can reach a (flagargs.py), or all
             # (none: a branch no call reaches, judged as if all did)
             sites = (self.reaching_sites(a) or None) if a.tok is not None else None
             need = self.flag_guards(a.func, a.tok) if a.tok is not None else ()
-            ctxs = self._contexts_from(key, sites, need=need)
+            ctxs = self._contexts_from(key, sites, need=need, drop=drop)
+            if ctxs == [] and drop:
+                return []
         res = self.flows.get(key)
         st = res.at.get(a.tok) if res and a.tok is not None else None
         if not ctxs or st is None:
@@ -297,6 +314,16 @@ class Contexts:
                         return got
                     first = first or got
         return first
+
+    def live_apart(self, a, da, b, db):
+        """Every pair of calling contexts of a and b shares an excluding
+        lock, less the contexts only calls from the functions da (for a)
+        and db (for b) give: teardown methods whose own objects a and b
+        touch (pairs.py _owned_drop()).  True as well when no pair is
+        left."""
+        xs = [x for x, _ in self._lockset_chains(a, da)] if da else self._locksets(a)
+        ys = [y for y, _ in self._lockset_chains(b, db)] if db else self._locksets(b)
+        return all(_excluding(frozenset(x), frozenset(y)) is not None for x in xs for y in ys)
 
     def teardown_chain(self, chain):
         """The chain starts in a teardown method (policies/ 'teardown_ops'):
