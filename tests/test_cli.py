@@ -145,9 +145,9 @@ class CliErrors(unittest.TestCase):
                 ('{"phases": [{"struct": "s", "before": ["f"], "reason": "r", '
                  '"after_wait": [{"call": "w"}]}]}', "'after_wait' must be a non-empty list"),
                 ('{"teardown_ops": "evict_inode"}', "teardown_ops"),
-                ('{"teardown_owns": [{"struct": "s", "reason": "r"}]}',
-                 "teardown_owns entry without 'owner'"),
-                ('{"teardown_owns": [{"struct": "s", "owner": ["o"], "reason": "r"}]}',
+                ('{"owned_structs": [{"struct": "s", "reason": "r"}]}',
+                 "owned_structs entry without 'owner'"),
+                ('{"owned_structs": [{"struct": "s", "owner": ["o"], "reason": "r"}]}',
                  "'struct' and 'owner' must be struct names"),
                 ('{"task_private": [{"struct": "s", "reason": "r", "handed_to": "f"}]}',
                  "'handed_to' is not a list of function names"),

@@ -1243,7 +1243,7 @@ class ZeroTrylock(unittest.TestCase):
 
 class TeardownOwned(unittest.TestCase):
     """Fixture teardown_owned: a struct only the torn-down object reaches
-    (policies/ 'teardown_owns'), per calling context."""
+    (policies/ 'owned_structs'), per calling context."""
 
     def _got(self, A, struct):
         return {(a.fn, a.field, a.kind): (a.action, a.rule) for a in A.accesses
@@ -1251,7 +1251,7 @@ class TeardownOwned(unittest.TestCase):
 
     def test_without_the_fact_the_teardown_context_races(self):
         def unowned(P):
-            P.teardown_owns = {}
+            P.owned_structs = {}
         A = analyse_fixture(FIXTURES / "teardown_owned", tweak=unowned)
         got = self._got(A, "entry")
         self.assertEqual(got[("entries_clear", "inum", "write")], ("WRITE_ONCE", "unlocked-write"))
@@ -1273,3 +1273,16 @@ class TeardownOwned(unittest.TestCase):
                               "\tup_read(&o->sem);\n\tentries_clear(o->area);\n")
         self.assertEqual(self._got(A, "entry")[("entries_clear", "inum", "write")],
                          ("WRITE_ONCE", "unlocked-write"))
+
+    def _check_rule(self, old, new):
+        A, _ = analyse_edited(self, "teardown_owned", "owned.c", old, new)
+        return self._got(A, "entry")[("__entry_check", "size", "read")]
+
+    def test_a_macro_that_is_no_wrapper_hides_its_calls(self):
+        got = self._check_rule("#define entry_check(o, e) __entry_check((o), (e), __func__, __LINE__)",
+                               "#define entry_check(o, e) (__entry_check((o), (e), __func__, __LINE__) + 0)")
+        self.assertEqual(got, ("READ_ONCE", "unlocked-read"))
+
+    def test_an_owner_no_longer_new_is_shared(self):
+        got = self._check_rule("\tif (!(o->i_state & I_NEW))\n\t\treturn o;\n", "")
+        self.assertEqual(got, ("READ_ONCE", "unlocked-read"))

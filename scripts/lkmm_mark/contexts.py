@@ -179,17 +179,19 @@ class Contexts:
         _CTX_MAX contexts."""
         return self._contexts_from(key, None, _visiting)
 
-    def _contexts_from(self, key, sites, _visiting=None, need=(), drop=frozenset()):
+    def _contexts_from(self, key, sites, _visiting=None, need=(), drop=()):
         """caller_contexts() of key from the call sites that reach one
         access (None: all) and the guards on key's parameters it needs;
-        drop: functions whose calls add no context (live_contexts())."""
+        drop: (teardown methods, owner structs) for the contexts of an
+        owned struct's access (live_apart(), _context_sites())."""
         memo = self._ctxmemo
         mkey = (key, need, drop) if sites is None else \
             (key, tuple(x[2] for x in sites), need, drop)
         if mkey in memo:
             return memo[mkey]
         fn = self.src.funcs.get(key)
-        if fn is None or fn.name in self.addr_taken or fn.name in self.macro_used:
+        if fn is None or fn.name in self.addr_taken or fn.name in self.macro_used and not (
+                drop and fn.name in self.wrapped):
             memo[mkey] = None
             return None
         sites = self._context_sites(fn, sites, drop)
@@ -235,7 +237,10 @@ class Contexts:
     def _context_sites(self, fn, sites, drop):
         """The call sites of fn (sites, None: all) that give it a calling
         context: None when none does, [] when only calls from drop do."""
-        if sites is None:
+        if sites is None and fn.name in self.macro_used:
+            # named only in wrapper macros: their calls (scan.py)
+            sites = [s for m in self.wrapped[fn.name] for s in self.calls.get(m, ())]
+        elif sites is None:
             sites = self.sites_of(fn)
         sites = self.without_private(self.live_sites(sites))
         # a call from init or teardown (exclusions.py: the life-cycle
@@ -245,8 +250,24 @@ class Contexts:
         sites = [x for x in sites if (x[0].file, x[0].name) not in life] or sites
         if not sites:
             return None
-        kept = [x for x in sites if x[0].name not in drop]
-        return kept if kept or not drop else []
+        if not drop:
+            return sites
+        kept = [x for x in sites if x[0].name not in drop[0] and
+                not self._hands_own_owner(fn, x, drop[1])]
+        return kept or []
+
+    def _hands_own_owner(self, fn, site, owners):
+        """The call site hands fn, as its one parameter of an owner struct,
+        an object its caller owns outright (a new one, one on its stack, a
+        parameter only given those: escapes.py): what fn reaches through
+        it is the caller's alone."""
+        types = self._decl_types(fn)
+        idx = [n for n, p in enumerate(self.params(fn)) if p and types.get(p) in owners]
+        if len(idx) != 1:
+            return False
+        r = self._arg_private(site[0], site[2], idx[0])
+        return r is not None and (r[1] == "stack" or r[0].startswith("new: ") or
+                                  self.own_arg(site[0], site[2], idx[0]))
 
     def lockset_chains(self, a):
         """_locksets(a), each with the call chain of its context (frozen
@@ -257,12 +278,12 @@ class Contexts:
             got = memo[id(a)] = (a, [(frozenset(x), c) for x, c in self._lockset_chains(a)])
         return got[1]
 
-    def _lockset_chains(self, a, drop=frozenset()):
-        """lockset_chains() of a; drop: functions whose calls add no
-        context ([] when only they reach a: live_apart())."""
+    def _lockset_chains(self, a, drop=()):
+        """lockset_chains() of a; drop: _contexts_from()'s ([] when only
+        dropped calls reach a: live_apart())."""
         key = (a.file, a.fn)
         ctxs = None
-        if a.fn in drop:
+        if drop and a.fn in drop[0]:
             return []
         if a.func is not None:
             # the calls that can reach a (flagargs.py), or all

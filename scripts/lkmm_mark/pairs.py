@@ -275,28 +275,31 @@ class Pairs:
         return None
 
     def _owned_apart(self, a, b):
-        """a or b touches a struct that only the object a teardown method
-        tears down reaches (policies/ 'teardown_owns': a record inside the
-        dying object's own storage), and every pair of their calling contexts that
-        no lock keeps apart has such a side in a context that only that
-        method's calls give: per calling context, where torn_down() asks
-        that every context be one."""
+        """a or b touches a struct that only objects of its owner reach
+        (policies/ 'owned_structs': a record inside the owner's own
+        storage), and every pair of their calling contexts that no lock
+        keeps apart has such a side in a context that only a teardown
+        method of the owner gives, or that handed the owner on as an
+        object the caller owns outright (a new one): per calling
+        context, where torn_down() asks that every context be one."""
         da, db = self._owned_drop(a.struct), self._owned_drop(b.struct)
         return bool(da or db) and self.live_apart(a, da, b, db)
 
     def _owned_drop(self, struct):
-        """The teardown methods (policies/ 'teardown_ops', never called by
-        name) that tear down the owner policies/ 'teardown_owns' gives
-        struct, whose calls give its accesses no context that races."""
-        c = self.P.teardown_owns.get(struct)
+        """contexts.py's drop for an owned struct (policies/
+        'owned_structs'): the teardown methods (policies/ 'teardown_ops',
+        never called by name) that tear down its owner, and the owner; ()
+        for another struct."""
+        c = self.P.owned_structs.get(struct)
         if c is None:
-            return frozenset()
+            return ()
         memo = self.__dict__.setdefault("_ownmemo", {})
         if struct not in memo:
-            memo[struct] = frozenset(
+            memo[struct] = (frozenset(
                 r for r, (_, how) in self.entry_points().items()
                 if any(how.startswith("->%s " % m) for m in self.P.teardown_ops)
-                and not self._callers_of(r) and c["owner"] in self._torn_structs(r))
+                and not self._callers_of(r) and c["owner"] in self._torn_structs(r)),
+                frozenset([c["owner"]]))
         return memo[struct]
 
     # -------------------------------------------------------- teardown
