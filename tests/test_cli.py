@@ -152,6 +152,10 @@ class CliErrors(unittest.TestCase):
                 ('{"drains": [{"struct": "s", "lock": "s.n", "through": ["h->s"], '
                  '"reason": "r"}]}', "drains entry without 'counter'"),
                 ('{"teardown_ops": "evict_inode"}', "teardown_ops"),
+                ('{"owned_structs": [{"struct": "s", "reason": "r"}]}',
+                 "owned_structs entry without 'owner'"),
+                ('{"owned_structs": [{"struct": "s", "owner": ["o"], "reason": "r"}]}',
+                 "'struct' and 'owner' must be struct names"),
                 ('{"task_private": [{"struct": "s", "reason": "r", "handed_to": "f"}]}',
                  "'handed_to' is not a list of function names"),
                 ('{"owners": ["a.b"]}', "owners entry \"a.b\" is not an object"),

@@ -1272,9 +1272,62 @@ class ZeroTrylock(unittest.TestCase):
                               "spin_trylock(&c->lock) != 0", "spin_trylock(&c->lock) || n")
         self.assertNotIn(self._rule(A, "cache_shrink"), ("locked-write", "always-locked"))
 
+    def test_a_comparison_with_1_says_nothing(self):
+        A, _ = analyse_edited(self, "zero_trylock", "expand.c",
+                              "spin_trylock(&c->lock) == 0", "spin_trylock(&c->lock) == 1")
+        self.assertEqual(self._rule(A, "cache_expand"), "unlocked-write")
+        self.assertEqual(self._rule(A, "cache_size"), "racing-locked-read")
+
     def test_a_negated_and_says_nothing(self):
         # '!spin_trylock(L) && n' is false also where the try-lock failed
         A, _ = analyse_edited(self, "zero_trylock", "expand.c",
                               "spin_trylock(&c->lock) != 0) {",
                               "!spin_trylock(&c->lock) && n) {} else {")
         self.assertNotIn(self._rule(A, "cache_shrink"), ("locked-write", "always-locked"))
+
+
+class TeardownOwned(unittest.TestCase):
+    """Fixture teardown_owned: a struct only the torn-down object reaches
+    (policies/ 'owned_structs'), per calling context."""
+
+    def _got(self, A, struct):
+        return {(a.fn, a.field, a.kind): (a.action, a.rule) for a in A.accesses
+                if a.struct == struct}
+
+    def test_without_the_fact_the_teardown_context_races(self):
+        def unowned(P):
+            P.owned_structs = {}
+        A = analyse_fixture(FIXTURES / "teardown_owned", tweak=unowned)
+        got = self._got(A, "entry")
+        self.assertEqual(got[("entries_clear", "inum", "write")], ("WRITE_ONCE", "unlocked-write"))
+        self.assertEqual(got[("obj_get", "inum", "read")], ("READ_ONCE", "racing-locked-read"))
+        st = [a for a in A.accesses if a.fn == "obj_get" and a.field == "inum"][0]
+        self.assertIn("obj_evict() as ->evict_inode", st.contexts[1])
+
+    def test_only_the_declared_struct(self):
+        # the shared counter the teardown also changes stays paired
+        A = analyse_fixture(FIXTURES / "teardown_owned")
+        got = self._got(A, "sb")
+        self.assertEqual(got[("sb_put", "count", "write")], ("WRITE_ONCE", "unlocked-write"))
+        self.assertFalse(any(v[0] != "none" for v in self._got(A, "entry").values()))
+
+    def test_a_live_call_keeps_its_context(self):
+        # entries_clear() called from a live method without the lock: its
+        # stores race again, though the teardown context still does not
+        A, _ = analyse_edited(self, "teardown_owned", "owned.c", "\tup_read(&o->sem);\n",
+                              "\tup_read(&o->sem);\n\tentries_clear(o->area);\n")
+        self.assertEqual(self._got(A, "entry")[("entries_clear", "inum", "write")],
+                         ("WRITE_ONCE", "unlocked-write"))
+
+    def _check_rule(self, old, new):
+        A, _ = analyse_edited(self, "teardown_owned", "owned.c", old, new)
+        return self._got(A, "entry")[("__entry_check", "size", "read")]
+
+    def test_a_macro_that_is_no_wrapper_hides_its_calls(self):
+        got = self._check_rule("#define entry_check(o, e) __entry_check((o), (e), __func__, __LINE__)",
+                               "#define entry_check(o, e) (__entry_check((o), (e), __func__, __LINE__) + 0)")
+        self.assertEqual(got, ("READ_ONCE", "unlocked-read"))
+
+    def test_an_owner_no_longer_new_is_shared(self):
+        got = self._check_rule("\tif (!(o->i_state & I_NEW))\n\t\treturn o;\n", "")
+        self.assertEqual(got, ("READ_ONCE", "unlocked-read"))

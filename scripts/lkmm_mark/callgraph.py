@@ -204,6 +204,7 @@ class CallGraph:
         self.addr_taken = self._indirect_calls(scan)
         self.dead_lines = scan["dead_lines"]
         self.macro_used = scan["macro_used"]
+        self.wrapped = scan.get("wrapped", {})
         calls = collections.defaultdict(list)
         for callee, sites in self.calls.items():
             for s in sites:

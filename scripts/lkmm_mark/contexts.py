@@ -179,28 +179,25 @@ class Contexts:
         _CTX_MAX contexts."""
         return self._contexts_from(key, None, _visiting)
 
-    def _contexts_from(self, key, sites, _visiting=None, need=()):
+    def _contexts_from(self, key, sites, _visiting=None, need=(), drop=()):
         """caller_contexts() of key from the call sites that reach one
-        access (None: all) and the guards on key's parameters it needs."""
+        access (None: all) and the guards on key's parameters it needs;
+        drop: (teardown methods, owner structs) for the contexts of an
+        owned struct's access (live_apart(), _context_sites())."""
         memo = self._ctxmemo
-        mkey = (key, need) if sites is None else (key, tuple(x[2] for x in sites), need)
+        mkey = (key, need, drop) if sites is None else \
+            (key, tuple(x[2] for x in sites), need, drop)
         if mkey in memo:
             return memo[mkey]
         fn = self.src.funcs.get(key)
-        if fn is None or fn.name in self.addr_taken or fn.name in self.macro_used:
+        if fn is None or fn.name in self.addr_taken or fn.name in self.macro_used and not (
+                drop and fn.name in self.wrapped):
             memo[mkey] = None
             return None
-        if sites is None:
-            sites = self.sites_of(fn)
-        sites = self.without_private(self.live_sites(sites))
-        # a call from init or teardown (exclusions.py: the life-cycle
-        # functions) is a context in which nothing else runs: it races
-        # with no other, so it adds no lockset the others must exclude
-        life = getattr(self, "life", ())
-        sites = [x for x in sites if (x[0].file, x[0].name) not in life] or sites
+        sites = self._context_sites(fn, sites, drop)
         if not sites:
-            memo[mkey] = None
-            return None
+            memo[mkey] = sites
+            return sites
         visiting = _visiting if _visiting is not None else set()
         if key in visiting:
             return None
@@ -216,7 +213,7 @@ class Contexts:
             rs = self.reaching_sites_for(caller, k, need)
             if rs is not None and not rs:
                 continue                # a call no caller's call reaches (flagargs.py)
-            cc = self._contexts_from(ck, rs, visiting)
+            cc = self._contexts_from(ck, rs, visiting, drop=drop)
             if cc is None:
                 cc = [frozenset(self.entry.get(ck, {}))]
             for c in cc:
@@ -233,9 +230,44 @@ class Contexts:
         res = sorted(out, key=sorted) if len(out) <= self._CTX_MAX else None
         if _visiting is None or res is not None:
             memo[mkey] = res
-            for h in res or ():
+            for h in res or () if not drop else ():
                 self._ctxchain.setdefault((key, h), out[h])
         return res
+
+    def _context_sites(self, fn, sites, drop):
+        """The call sites of fn (sites, None: all) that give it a calling
+        context: None when none does, [] when only calls from drop do."""
+        if sites is None and fn.name in self.macro_used:
+            # named only in wrapper macros: their calls (scan.py)
+            sites = [s for m in self.wrapped[fn.name] for s in self.calls.get(m, ())]
+        elif sites is None:
+            sites = self.sites_of(fn)
+        sites = self.without_private(self.live_sites(sites))
+        # a call from init or teardown (exclusions.py: the life-cycle
+        # functions) is a context in which nothing else runs: it races
+        # with no other, so it adds no lockset the others must exclude
+        life = getattr(self, "life", ())
+        sites = [x for x in sites if (x[0].file, x[0].name) not in life] or sites
+        if not sites:
+            return None
+        if not drop:
+            return sites
+        kept = [x for x in sites if x[0].name not in drop[0] and
+                not self._hands_own_owner(fn, x, drop[1])]
+        return kept or []
+
+    def _hands_own_owner(self, fn, site, owners):
+        """The call site hands fn, as its one parameter of an owner struct,
+        an object its caller owns outright (a new one, one on its stack, a
+        parameter only given those: escapes.py): what fn reaches through
+        it is the caller's alone."""
+        types = self._decl_types(fn)
+        idx = [n for n, p in enumerate(self.params(fn)) if p and types.get(p) in owners]
+        if len(idx) != 1:
+            return False
+        r = self._arg_private(site[0], site[2], idx[0])
+        return r is not None and (r[1] == "stack" or r[0].startswith("new: ") or
+                                  self.own_arg(site[0], site[2], idx[0]))
 
     def lockset_chains(self, a):
         """_locksets(a), each with the call chain of its context (frozen
@@ -246,15 +278,21 @@ class Contexts:
             got = memo[id(a)] = (a, [(frozenset(x), c) for x, c in self._lockset_chains(a)])
         return got[1]
 
-    def _lockset_chains(self, a):
+    def _lockset_chains(self, a, drop=()):
+        """lockset_chains() of a; drop: _contexts_from()'s ([] when only
+        dropped calls reach a: live_apart())."""
         key = (a.file, a.fn)
         ctxs = None
+        if drop and a.fn in drop[0]:
+            return []
         if a.func is not None:
             # the calls that can reach a (flagargs.py), or all
             # (none: a branch no call reaches, judged as if all did)
             sites = (self.reaching_sites(a) or None) if a.tok is not None else None
             need = self.flag_guards(a.func, a.tok) if a.tok is not None else ()
-            ctxs = self._contexts_from(key, sites, need=need)
+            ctxs = self._contexts_from(key, sites, need=need, drop=drop)
+            if ctxs == [] and drop:
+                return []
         res = self.flows.get(key)
         st = res.at.get(a.tok) if res and a.tok is not None else None
         if not ctxs or st is None:
@@ -297,6 +335,16 @@ class Contexts:
                         return got
                     first = first or got
         return first
+
+    def live_apart(self, a, da, b, db):
+        """Every pair of calling contexts of a and b shares an excluding
+        lock, less the contexts only calls from the functions da (for a)
+        and db (for b) give: teardown methods whose own objects a and b
+        touch (pairs.py _owned_drop()).  True as well when no pair is
+        left."""
+        xs = [x for x, _ in self._lockset_chains(a, da)] if da else self._locksets(a)
+        ys = [y for y, _ in self._lockset_chains(b, db)] if db else self._locksets(b)
+        return all(_excluding(frozenset(x), frozenset(y)) is not None for x in xs for y in ys)
 
     def teardown_chain(self, chain):
         """The chain starts in a teardown method (policies/ 'teardown_ops'):

@@ -50,6 +50,7 @@ NAMES = {
     "contexts": [("call", "id")],
     "exceptions": [("file", "file"), ("field", "field")],
     "atomic_bitops": [("name", "id")], "wait_macros": [("", "id")], "teardown_ops": [("", "id")],
+    "owned_structs": [("struct", "struct"), ("owner", "struct")],
     "non_retaining_functions": [("", "id")], "publish_functions": [("name", "id")],
     "unlink_functions": [("", "id")], "sync_callers": [("", "id")],
     "non_calling_macros": [("", "id")], "link_removal_functions": [("", "id")],

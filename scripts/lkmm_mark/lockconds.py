@@ -43,10 +43,12 @@ class Conds:
             # trylock: true means taken; mutex_lock_interruptible: 0 means taken
             taken_if_true = (spec["op"] == "trylock") != neg
             after = self._after_call(k, hi, opened)
-            if after is None or after == "== 0" or \
-                    after in ("&&", "||") and (after == "&&") != taken_if_true:
-                # 'trylock(L) || a', 'trylock(L) > 0', 'trylock(L) == 0':
-                # neither outcome of the condition says how it went
+            if after == "== 0":
+                # 'if (trylock(L) == 0) return;': true means it failed
+                taken_if_true = not taken_if_true
+            elif after is None or after in ("&&", "||") and (after == "&&") != taken_if_true:
+                # 'trylock(L) || a', 'trylock(L) > 0': neither outcome of
+                # the condition says how it went
                 taken_if_true = None
             return self._trylock_states(hi, k, self.expr(lo, k, st, skip_events=True),
                                         taken_if_true)

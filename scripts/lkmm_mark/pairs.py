@@ -270,7 +270,37 @@ class Pairs:
             return "teardown"
         if self._pair_excluded(b, a):
             return "locks"
+        if self._owned_apart(a, b):
+            return "teardown"
         return None
+
+    def _owned_apart(self, a, b):
+        """a or b touches a struct that only objects of its owner reach
+        (policies/ 'owned_structs': a record inside the owner's own
+        storage), and every pair of their calling contexts that no lock
+        keeps apart has such a side in a context that only a teardown
+        method of the owner gives, or that handed the owner on as an
+        object the caller owns outright (a new one): per calling
+        context, where torn_down() asks that every context be one."""
+        da, db = self._owned_drop(a.struct), self._owned_drop(b.struct)
+        return bool(da or db) and self.live_apart(a, da, b, db)
+
+    def _owned_drop(self, struct):
+        """contexts.py's drop for an owned struct (policies/
+        'owned_structs'): the teardown methods (policies/ 'teardown_ops',
+        never called by name) that tear down its owner, and the owner; ()
+        for another struct."""
+        c = self.P.owned_structs.get(struct)
+        if c is None:
+            return ()
+        memo = self.__dict__.setdefault("_ownmemo", {})
+        if struct not in memo:
+            memo[struct] = (frozenset(
+                r for r, (_, how) in self.entry_points().items()
+                if any(how.startswith("->%s " % m) for m in self.P.teardown_ops)
+                and not self._callers_of(r) and c["owner"] in self._torn_structs(r)),
+                frozenset([c["owner"]]))
+        return memo[struct]
 
     # -------------------------------------------------------- teardown
     def torn_down(self, a):

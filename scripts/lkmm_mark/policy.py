@@ -32,7 +32,7 @@ SCHEMA = {
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
     "state_assertions": list, "variants": list, "work_items": list, "default_target": str, "seed": str,
     "replaces": list, "initialisers": list, "data_locks": list, "output_calls": list,
-    "unlink_waits": list, "drains": list,
+    "unlink_waits": list, "drains": list, "owned_structs": list,
 }
 
 
@@ -69,6 +69,7 @@ class Policies:
         self.bitops = {}
         self.wait_macros = set()
         self.teardown_ops = set()  # ops members that tear an object down (->evict_inode)
+        self.owned_structs = {}    # struct -> entry: the owner only whose objects reach it
         self.context_depth = 1
         self.policies = []
         self.rules = {}
@@ -457,6 +458,18 @@ def _task_private(P, f, entries):
                             "is not a list of function names" % (f, c["struct"]))
 
 
+def _owned_structs(P, f, entries):
+    """Structs only objects of their owner reach: their accesses race with
+    nothing in a context only the owner's teardown gives, or one handed a
+    new owner (pairs.py _owned_apart())."""
+    _keyed("owned_structs", "struct", "owned_structs", ("struct", "owner", "reason"))(
+        P, f, entries)
+    for c in entries:
+        if not all(isinstance(c[k], str) and c[k] and "." not in c[k] for k in ("struct", "owner")):
+            raise UserError("%s: malformed policy file: owned_structs entry %s: 'struct' and "
+                            "'owner' must be struct names" % (f, json.dumps(c["struct"])))
+
+
 def _listed(attr, fields, what):
     def load(P, f, entries):
         for c in entries:
@@ -620,6 +633,7 @@ _LOADERS = {
     "atomic_bitops": _arg_map("bitops", "atomic_bitops"),
     "wait_macros": _updated("wait_macros"),
     "teardown_ops": _updated("teardown_ops"),
+    "owned_structs": _owned_structs,
     "context_depth": _context_depth,
     "policies": _listed("policies", ("id", "text"), "policies"),
     "rules": _rules,

@@ -18,7 +18,7 @@ import re
 from . import csrc
 from .accessors import all_macro_defs
 from .locks import KEYWORDS
-from .tokutil import _declares, _owner, _ops_member, _call_start
+from .tokutil import _declares, _owner, _ops_member, _call_start, _split
 
 
 class SourceScan:
@@ -47,6 +47,14 @@ class SourceScan:
         src = self.src
         addr = self._mentions()
         macro_used, dead_lines = _macro_names(src, self.tree)
+        # a function named only in the bodies of its wrapper macros is
+        # called where they are (the precise contexts of contexts.py
+        # live_apart() follow them; the others do not)
+        wrappers, only = _wrapper_macros(src, macro_used)
+        wrapped = {}
+        for m, fn in sorted(wrappers.items()):
+            if fn in only:
+                wrapped.setdefault(fn, []).append(m)
         # non-static functions named by the kernel's trace event headers
         # are called from there
         outside = _trace_event_names(self.tree)
@@ -59,6 +67,7 @@ class SourceScan:
                                 if toks[i].kind == "id" and toks[i + 1].text == "(")
         names = set(src.by_name)
         return {"addr": addr, "macro_used": macro_used, "dead_lines": dead_lines,
+                "wrapped": wrapped,
                 "outside": outside & names, "declared": declared & names}
 
     def _mentions(self):
@@ -246,6 +255,48 @@ def _macro_names(src, tree=None):
             if rest and "_" not in rest:
                 macro_used.add(name)
     return macro_used, dead_lines
+
+
+def _wrapper_macros(src, named):
+    """({macro: function}, the functions of named that no other macro body
+    names) for the function-like macros whose every definition is one call
+    of a target function that passes the macro's parameters, in order, as
+    its first arguments and names none of them after those
+    ('#define f(h, i) __f((h), (i), __func__, __LINE__)'): a call of the
+    macro is a call of the function, with the same first arguments."""
+    defs = collections.defaultdict(list)
+    for _, (name, params, body) in all_macro_defs(src):
+        defs[name].append(_wrapped(src, params, body))
+    wrappers = {m: fns[0] for m, fns in defs.items()
+                if m not in src.by_name and fns[0] and all(x == fns[0] for x in fns)}
+    uses = collections.Counter()
+    for f, text in src.text.items():
+        for body in csrc.macro_bodies(text):
+            uses.update({t.text for t in csrc.tokenize(body.replace("#", " "))
+                         if t.kind == "id" and t.text in named})
+    defs_of = collections.Counter(fn for m, fn in wrappers.items() for _ in defs[m])
+    return wrappers, {fn for fn, n in defs_of.items() if uses[fn] == n}
+
+
+def _wrapped(src, params, body):
+    """The target function a macro body is one wrapping call of, or None."""
+    m = re.match(r"^\s*#\s*define\s+\w+\([^)]*\)(.*)$", body[0][1])
+    text = " ".join([m.group(1) if m else ""] + [t for _, t in body[1:]])
+    toks = list(csrc.tokenize(text.replace("\\", " ")))
+    while len(toks) > 2 and toks[0].text == "(" and csrc.match_paren(toks, 0) == len(toks) - 1:
+        toks = toks[1:-1]
+    if len(toks) < 3 or toks[0].text not in src.by_name or toks[1].text != "(" or \
+            csrc.match_paren(toks, 1) != len(toks) - 1 or any("." in p for p in params):
+        return None
+    args = [toks[lo:hi] for lo, hi in _split(toks, 2, len(toks) - 1)]
+    for n, arg in enumerate(args):
+        while len(arg) > 2 and arg[0].text == "(" and arg[-1].text == ")":
+            arg = arg[1:-1]
+        words = [t.text for t in arg]
+        if n < len(params) and words != [params[n]] or \
+                n >= len(params) and set(words) & set(params):
+            return None
+    return toks[0].text if len(args) >= len(params) else None
 
 
 def _pasted(body):
