@@ -321,6 +321,12 @@ class MemberSelector(unittest.TestCase):
                                       "\t\tif (n->has_b)\n\t\t\tbreak;\n"),
                          [("READ_ONCE", "racing-locked-read")])
 
+    def test_a_goto_may_enter_another_arm(self):
+        self.assertEqual(self._read_a("\t\treturn &n->a;\n\tcase PART_B:\n",
+                                      "\t\tif (n->has_b)\n\t\t\tgoto again;\n"
+                                      "\t\treturn &n->a;\n\tcase PART_B: again:\n"),
+                         [("READ_ONCE", "racing-locked-read")])
+
     def test_a_caller_of_the_other_constant_keeps_the_pair(self):
         A, _ = analyse_edited(self, "member_selector", "parts.c", "part_peek(n, PART_A)",
                               "part_peek(n, PART_B)")

@@ -227,10 +227,12 @@ class Instances:
         (_constants()) each of which a label names where a 'break',
         'return', 'goto' or 'continue' at the top of the body comes
         between that label and toks[r] (or the label comes after
-        toks[r]); nothing but 'case' labels in the body."""
+        toks[r]); nothing but 'case' labels in the body, and no 'goto' in
+        g."""
         toks = self.src.toks[g.file]
         sw = _enclosing_switch(toks, g.body_start, r)
-        if sw is None:
+        if sw is None or any(toks[j].text == "goto" for j in range(g.body_start, g.body_end)):
+            # a goto may enter an arm past its label
             return False
         q, b0, b1 = sw
         names = self.params(g)
