@@ -320,6 +320,52 @@ class InstanceByArgument(unittest.TestCase):
         self.assertEqual(got[("rsv_release", line)], ("READ_ONCE", "racing-locked-read"))
 
 
+
+class MemberSelector(unittest.TestCase):
+    """Fixture member_selector edited so that the call of the selector
+    may return part b: its constant names no arm, its arm falls through
+    into part b's, or the caller of part_peek() passes PART_B; the locked
+    load races with the zap again (instances.py's selector arms kept them
+    apart)."""
+
+    def _read_a(self, old, new):
+        A, _ = analyse_edited(self, "member_selector", "parts.c", old, new)
+        return [(a.action, a.rule) for a in A.accesses
+                if a.fn == "part_read_a" and a.field == "fmt"]
+
+    def test_a_variable_argument_may_name_either_part(self):
+        self.assertEqual(self._read_a("node_part(n, PART_A);\n\tint v;",
+                                      "node_part(n, n->has_b);\n\tint v;"),
+                         [("READ_ONCE", "racing-locked-read")])
+
+    def test_an_arm_that_falls_through_reaches_the_next(self):
+        self.assertEqual(self._read_a("\t\treturn &n->a;\n", "\t\tn->has_b++;\n"),
+                         [("READ_ONCE", "racing-locked-read")])
+
+    def test_a_conditional_break_ends_no_arm(self):
+        self.assertEqual(self._read_a("\t\treturn &n->a;\n",
+                                      "\t\tif (n->has_b)\n\t\t\tbreak;\n"),
+                         [("READ_ONCE", "racing-locked-read")])
+
+    def test_a_goto_may_enter_another_arm(self):
+        self.assertEqual(self._read_a("\t\treturn &n->a;\n\tcase PART_B:\n",
+                                      "\t\tif (n->has_b)\n\t\t\tgoto again;\n"
+                                      "\t\treturn &n->a;\n\tcase PART_B: again:\n"),
+                         [("READ_ONCE", "racing-locked-read")])
+
+    def test_a_caller_of_the_other_constant_keeps_the_pair(self):
+        A, _ = analyse_edited(self, "member_selector", "parts.c", "part_peek(n, PART_A)",
+                              "part_peek(n, PART_B)")
+        self.assertEqual([(a.action, a.rule) for a in A.accesses
+                          if a.fn == "part_peek" and a.field == "fmt"],
+                         [("READ_ONCE", "racing-locked-read")])
+
+    def test_a_label_of_another_spelling_keeps_the_pair(self):
+        self.assertEqual(self._read_a("node_part(n, PART_A);\n\tint v;",
+                                      "node_part(n, 0);\n\tint v;"),
+                         [("READ_ONCE", "racing-locked-read")])
+
+
 class AssertedState(unittest.TestCase):
     def test_the_assertion_fact_is_what_keeps_them_apart(self):
         """Fixture asserted_state without its 'state_assertions' entry

@@ -13,6 +13,12 @@ other_instance() of every candidate pair).
   '&fs->b_rsv' by every caller, against 'rc->rsv->size');
 - a pointer member the statement just before pointed at another object's
   embedded member ('h->rsv = &p->rsv; ... h->rsv->size');
+- a variable assigned what a call returns, when every 'return' of the
+  callee's one definition is such an object, less those in the arms of
+  a switch on a parameter that the call's constant argument does not
+  enter ('return &p->a;' under 'case A:', 'return &p->b;' under
+  'case B:': 'f(p, A)' returns p->a, 'f(p, w)' either, unless every
+  caller passes w as A), also as the base itself ('f(p, A)->f');
 - two declared roles of one struct (policies/ 'instances': a subvolume
   root and a log tree root).
 
@@ -24,6 +30,7 @@ Reads .src, .accesses, .params(), .sites_of(), ._call_args(),
 .lock_name_of(), .constructors, .P.allocators, .P.roles.  Sets nothing
 but its memos (_objmemo, _freshmemo).
 """
+from .csrc import match_paren, open_of
 from .source import STORE_MACROS
 
 
@@ -71,8 +78,15 @@ class Instances:
     def _base_object(self, a):
         toks = self.src.toks.get(a.file)
         k = a.tok
-        if toks is None or k is None or k < 3 or toks[k - 1].text not in (".", "->") or \
-                toks[k - 2].kind != "id":
+        if toks is None or k is None or k < 3 or toks[k - 1].text not in (".", "->"):
+            return None
+        if toks[k - 2].text == ")" and toks[k - 1].text == "->" and a.func is not None:
+            # 'f(x, A)->f': what the call returns
+            o = open_of(toks, k - 2)
+            if o < 2 or toks[o - 1].kind != "id" or toks[o - 2].text in (".", "->"):
+                return None
+            return self._call_objects(a.func, o - 1, 0)
+        if toks[k - 2].kind != "id":
             return None
         if toks[k - 3].text not in (".", "->"):
             if toks[k - 1].text != "->" or a.func is None:
@@ -137,7 +151,8 @@ class Instances:
         for j in where:
             end = j + 2
             while end < func.body_end and toks[end].text not in (";", ","):
-                end += 1
+                # a call's own commas do not end the value
+                end = match_paren(toks, end) + 1 if toks[end].text == "(" else end + 1
             o = self._value_objects(func, toks, j + 2, end, depth)
             if o is None:
                 return None
@@ -153,6 +168,9 @@ class Instances:
             if depth >= 3:
                 return None
             return self._alias_object(func.file, func, toks[lo].text, depth + 1)
+        if toks[lo].kind == "id" and hi - lo >= 3 and toks[lo + 1].text == "(" and \
+                match_paren(toks, lo + 1) == hi - 1:
+            return self._call_objects(func, lo, depth) if depth < 3 else None
         amp = toks[lo].text == "&"
         if hi - lo < (4 if amp else 3) or toks[hi - 2].text not in ("->", "."):
             return None
@@ -169,6 +187,86 @@ class Instances:
                 return None
             objs |= o
         return frozenset(objs) or None
+
+    def _call_objects(self, caller, k, depth):
+        """The objects the call whose name is toks[k] of caller may return:
+        those of every 'return' of its one definition, as _value_objects()
+        (NULL, '&p->m', a fresh-only pointer field, a variable), but not a
+        'return' in an arm of a switch on a parameter that the call passes
+        a constant another 'case' of that switch names, with the arm of the
+        constant ending before it ('switch (w) { case A: return &p->a;
+        case B: return &p->b; }' called as 'f(p, A)' returns p->a only: two
+        labels of one switch never have one value); None if not known."""
+        toks = self.src.toks[caller.file]
+        defs = self.src.by_name.get(toks[k].text) or ()
+        args = self._call_args(caller.file, k)
+        if len(defs) != 1 or args is None:
+            return None
+        g = defs[0]
+        toks = self.src.toks[g.file]
+        objs, seen = set(), False
+        for r in range(g.body_start, g.body_end):
+            if toks[r].text != "return":
+                continue
+            seen = True
+            if self._arm_not_taken(g, r, caller, args):
+                continue
+            end = r + 1
+            while end < g.body_end and toks[end].text != ";":
+                end = match_paren(toks, end) + 1 if toks[end].text == "(" else end + 1
+            o = self._value_objects(g, toks, r + 1, end, depth + 1) if end > r + 1 else None
+            if o is None:
+                return None
+            objs |= o
+        return frozenset(objs) if seen else None
+
+    def _arm_not_taken(self, g, r, caller, args):
+        """The 'return' at toks[r] of g is in the body of a switch on a
+        parameter g never changes, every label of which is one token at
+        the top of the body, and the call passes that parameter constants
+        (_constants()) each of which a label names where a 'break',
+        'return', 'goto' or 'continue' at the top of the body comes
+        between that label and toks[r] (or the label comes after
+        toks[r]); nothing but 'case' labels in the body, and no 'goto' in
+        g."""
+        toks = self.src.toks[g.file]
+        sw = _enclosing_switch(toks, g.body_start, r)
+        if sw is None or any(toks[j].text == "goto" for j in range(g.body_start, g.body_end)):
+            # a goto may enter an arm past its label
+            return False
+        q, b0, b1 = sw
+        names = self.params(g)
+        if q not in names or names.index(q) >= len(args) or _changed(toks, g, q):
+            return False
+        lo, hi = args[names.index(q)]
+        consts = self._constants(caller, lo, hi, 0)
+        labels = _switch_labels(toks, b0, b1) if consts else None
+        if labels is None or not all(c in labels for c in consts):
+            return False
+        return all(labels[c] > r or _terminator_between(toks, b0, labels[c], r)
+                   for c in consts)
+
+    def _constants(self, func, lo, hi, depth):
+        """The constants the argument toks[lo:hi] of func may be: itself
+        when it is a number or an upper-case name; for a parameter func
+        never changes, those every call of func passes (three calls up at
+        most); None if not known."""
+        toks = self.src.toks[func.file]
+        c = toks[lo]
+        if hi - lo != 1:
+            return None
+        if c.kind == "num" or (c.kind == "id" and c.text.isupper()):
+            return {c.text}
+        if c.kind != "id" or depth >= 3 or _changed(toks, func, c.text):
+            return None
+        calls = self.param_arguments(func, c.text)
+        out = set()
+        for (caller, a, b) in calls or ():
+            s = self._constants(caller, a, b, depth + 1)
+            if s is None:
+                return None
+            out |= s
+        return out or None
 
     def _fresh_only(self, name):
         """Every store to pointer field name is a fresh allocation or NULL,
@@ -200,3 +298,101 @@ class Instances:
         v = toks[k + 2]
         return (v.text == "NULL" and toks[k + 3].text == ";") or \
             (v.text in fresh and toks[k + 3].text == "(")
+
+
+def _enclosing_switch(toks, lo, r):
+    """(parameter tested, '{', '}') of the innermost switch whose body
+    holds toks[r] (through the blocks of 'if's and loops), if it tests one
+    plain name: 'switch (q) {'."""
+    depth = 0
+    j = r - 1
+    while j > lo:
+        t = toks[j].text
+        if t == "}":
+            depth += 1
+        elif t == "{":
+            if depth == 0:
+                if toks[j - 1].text == ")" and toks[j - 4].text == "switch" and \
+                        toks[j - 3].text == "(" and toks[j - 2].kind == "id":
+                    return toks[j - 2].text, j, match_paren(toks, j)
+                if toks[j - 1].text == ")" and _before_paren(toks, j - 1) == "switch":
+                    return None
+            else:
+                depth -= 1
+        j -= 1
+    return None
+
+
+def _changed(toks, g, q):
+    """Parameter q is assigned, stepped or has its address taken in g."""
+    for j in range(g.body_start, g.body_end):
+        if toks[j].text != q or toks[j - 1].text in (".", "->"):
+            continue
+        if toks[j + 1].text in ASSIGN_OPS or toks[j - 1].text in ("&", "++", "--"):
+            return True
+    return False
+
+
+ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--")
+
+
+def _switch_labels(toks, b0, b1):
+    """{label text: index of its 'case'} of the switch body toks[b0:b1]
+    when every label is one token at the top of the body and the body
+    holds no other label (a 'case' of an inner switch is its own); None
+    otherwise."""
+    labels = {}
+    depth = 0
+    j = b0 + 1
+    while j < b1:
+        t = toks[j].text
+        if t == "switch":
+            # an inner switch and its labels
+            j = match_paren(toks, j + 1) + 1
+            if toks[j].text == "{":
+                j = match_paren(toks, j)
+        elif t in ("{", "("):
+            depth += 1
+        elif t in ("}", ")"):
+            depth -= 1
+        elif t == "case":
+            if depth or toks[j + 2].text != ":":
+                return None
+            labels[toks[j + 1].text] = j
+        elif t == ":" and toks[j - 1].kind == "id" and toks[j - 2].text in (";", "{", "}") \
+                and toks[j - 1].text != "default":
+            return None             # a goto label
+        j += 1
+    return labels
+
+
+def _terminator_between(toks, b0, lo, hi):
+    """A statement at the top of the switch body toks[b0] that leaves
+    the arm ('break', 'return', 'goto', 'continue') comes between
+    toks[lo] and toks[hi]."""
+    depth = 0
+    for j in range(b0 + 1, hi):
+        t = toks[j].text
+        if t in ("{", "("):
+            depth += 1
+        elif t in ("}", ")"):
+            depth -= 1
+        elif j > lo and depth == 0 and t in ("break", "return", "goto", "continue") and \
+                toks[j - 1].text in (";", "{", "}", ":"):
+            # a statement of its own, not the body of an 'if', 'else' or loop
+            return True
+    return False
+
+
+def _before_paren(toks, j):
+    """The text before the '(' that the ')' at toks[j] closes."""
+    depth = 0
+    while j > 0:
+        if toks[j].text == ")":
+            depth += 1
+        elif toks[j].text == "(":
+            depth -= 1
+            if depth == 0:
+                return toks[j - 1].text
+        j -= 1
+    return None
