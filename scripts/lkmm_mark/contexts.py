@@ -164,7 +164,10 @@ class Contexts:
 
     # distinct locksets kept per function before it counts as entered from
     # anywhere: 64 names the calling contexts that race for most functions
-    # (16 named the nearest entry point for about 250 more sites)
+    # (16 named the nearest entry point for about 250 more sites); past it,
+    # an access's own function gets one context per call site
+    # (_site_contexts()), which 1024 would not better: it flagged the same
+    # sites in the three targets measured, in up to five times the time
     _CTX_MAX = 64
 
     def caller_contexts(self, key, _visiting=None):
@@ -190,14 +193,7 @@ class Contexts:
         if fn is None or fn.name in self.addr_taken or fn.name in self.macro_used:
             memo[mkey] = None
             return None
-        if sites is None:
-            sites = self.sites_of(fn)
-        sites = self.without_private(self.live_sites(sites))
-        # a call from init or teardown (exclusions.py: the life-cycle
-        # functions) is a context in which nothing else runs: it races
-        # with no other, so it adds no lockset the others must exclude
-        life = getattr(self, "life", ())
-        sites = [x for x in sites if (x[0].file, x[0].name) not in life] or sites
+        sites = self._live_calls(fn, sites)
         if not sites:
             memo[mkey] = None
             return None
@@ -206,6 +202,55 @@ class Contexts:
             return None
         visiting.add(key)
         own = set(self.entry.get(key, {}))
+        out = self._site_locksets(fn, sites, need, own, visiting)
+        visiting.discard(key)
+        res = sorted(out, key=sorted) if out is not None else None
+        if _visiting is None or res is not None:
+            memo[mkey] = res
+            for h in res or ():
+                self._ctxchain.setdefault((key, h), out[h])
+        return res
+
+    def _site_contexts(self, key, sites, need):
+        """_contexts_from() for an access's own function, or when that has
+        more than _CTX_MAX contexts, one per call site, each with the
+        locks its caller is entered with in all of its own contexts (a
+        caller that holds a lock around one call keeps it there, where the
+        locks every caller holds lose it); None when those are too many
+        too.  Only here, not for a caller up the chain: there the caller's
+        entry locks, one context, keep the contexts further up apart."""
+        res = self._contexts_from(key, sites, need=need)
+        fn = self.src.funcs.get(key)
+        if res is not None or fn is None or fn.name in self.addr_taken or \
+                fn.name in self.macro_used:
+            return res
+        mkey = ("by-site", key, need) if sites is None else \
+            ("by-site", key, tuple(x[2] for x in sites), need)
+        memo = self._ctxmemo
+        if mkey not in memo:
+            live = self._live_calls(fn, sites)
+            out = self._site_locksets(fn, live, need, set(self.entry.get(key, {})), None) \
+                if live else None
+            memo[mkey] = sorted(out, key=sorted) if out else None
+            for h in memo[mkey] or ():
+                self._ctxchain.setdefault((key, h), out[h])
+        return memo[mkey]
+
+    def _live_calls(self, fn, sites):
+        """The calls of fn (sites, None: all) that make a calling context:
+        live, passing no private object, and not from init or teardown
+        (exclusions.py: the life-cycle functions), in which nothing else
+        runs, so that it adds no lockset the others must exclude (unless
+        they are all there is)."""
+        sites = self.without_private(self.live_sites(self.sites_of(fn) if sites is None
+                                                     else sites))
+        life = getattr(self, "life", ())
+        return [x for x in sites if (x[0].file, x[0].name) not in life] or sites
+
+    def _site_locksets(self, fn, sites, need, own, visiting):
+        """{lockset: call chain} of fn's calling contexts through sites,
+        each caller's own contexts (visiting: the functions on the way,
+        None: only the caller's entry locks), or None past _CTX_MAX."""
         clocks = list(self.P.container_locks.values())
         covered = fn.name in self._covering()
         out = {}
@@ -216,7 +261,7 @@ class Contexts:
             rs = self.reaching_sites_for(caller, k, need)
             if rs is not None and not rs:
                 continue                # a call no caller's call reaches (flagargs.py)
-            cc = self._contexts_from(ck, rs, visiting)
+            cc = self._contexts_from(ck, rs, visiting) if visiting is not None else None
             if cc is None:
                 cc = [frozenset(self.entry.get(ck, {}))]
             for c in cc:
@@ -228,14 +273,8 @@ class Contexts:
                 # names the contexts that race, not the nearest entry)
                 out.setdefault(frozenset(h), self.context_chain(ck, c) + (fn.name,))
             if len(out) > self._CTX_MAX:
-                break
-        visiting.discard(key)
-        res = sorted(out, key=sorted) if len(out) <= self._CTX_MAX else None
-        if _visiting is None or res is not None:
-            memo[mkey] = res
-            for h in res or ():
-                self._ctxchain.setdefault((key, h), out[h])
-        return res
+                return None
+        return out
 
     def lockset_chains(self, a):
         """_locksets(a), each with the call chain of its context (frozen
@@ -254,7 +293,7 @@ class Contexts:
             # (none: a branch no call reaches, judged as if all did)
             sites = (self.reaching_sites(a) or None) if a.tok is not None else None
             need = self.flag_guards(a.func, a.tok) if a.tok is not None else ()
-            ctxs = self._contexts_from(key, sites, need=need)
+            ctxs = self._site_contexts(key, sites, need)
         res = self.flows.get(key)
         st = res.at.get(a.tok) if res and a.tok is not None else None
         if not ctxs or st is None:
