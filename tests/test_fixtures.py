@@ -1377,3 +1377,39 @@ class TeardownOwned(unittest.TestCase):
     def test_an_owner_no_longer_new_is_shared(self):
         got = self._check_rule("\tif (!(o->i_state & I_NEW))\n\t\treturn o;\n", "")
         self.assertEqual(got, ("READ_ONCE", "unlocked-read"))
+
+
+class ManyContexts(unittest.TestCase):
+    """Fixture caller_contexts_many: a function with more calling contexts
+    than are counted gets one per call site, each with the lock its
+    caller takes around the call."""
+
+    def _verdicts(self, A):
+        return {a.fn: (a.action, a.rule) for a in A.accesses if a.field == "ctl"}
+
+    def test_more_contexts_than_counted(self):
+        # the fixture is the case it is about: read_ctl()'s own contexts
+        # are too many to list
+        A = analyse_fixture(FIXTURES / "caller_contexts_many")
+        (a,) = [a for a in A.accesses if a.fn == "read_ctl"]
+        self.assertIsNone(A.caller_contexts((a.file, a.fn)))
+        self.assertEqual(len(A.lockset_chains(a)), 2)
+
+    def test_without_one_context_per_call_the_read_races(self):
+        # the locks every caller holds, the only context left before, are
+        # none: the read paired with the store
+        from unittest import mock
+        from lkmm_mark.contexts import Contexts
+        with mock.patch.object(Contexts, "_site_contexts",
+                               lambda self, key, sites, need:
+                               self._contexts_from(key, sites, need=need)):
+            A = analyse_fixture(FIXTURES / "caller_contexts_many")
+        self.assertEqual(self._verdicts(A)["read_ctl"], ("READ_ONCE", "unlocked-read"))
+
+    def test_a_call_without_the_lock_races(self):
+        # the relocation step taking another lock: that call's context
+        # shares none with the store
+        A, _ = analyse_edited(self, "caller_contexts_many", "many.c",
+                              "\tmutex_lock(&fs->reloc_mutex);\n\tread_ctl(fs);",
+                              "\tmutex_lock(&fs->l1);\n\tread_ctl(fs);")
+        self.assertEqual(self._verdicts(A)["read_ctl"], ("READ_ONCE", "unlocked-read"))

@@ -22,7 +22,8 @@ ANALYSIS = ["analysis", "source", "tokutil", "accesses", "syntax", "scan", "call
             "pairs", "guards", "doublefetch", "twostep", "flagargs", "instances", "variants",
             "opsentry", "forksplit", "lockstate", "lockmodes", "lockconds", "callctx",
             "locks", "nullargs", "waits", "handback", "diagflow",
-            "drains", "memberflags"]
+            "drains", "memberflags",
+            "threads"]
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 

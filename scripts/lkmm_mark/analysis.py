@@ -70,6 +70,7 @@ from .races import Races, PHASE_TAG
 from .scan import SourceScan
 from .source import Access, Source, STORE_MACROS
 from .syntax import Syntax
+from .threads import Threads
 from .twostep import TwoStep
 from .unpublished import Unpublished
 from .values import FieldValues
@@ -82,7 +83,7 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs,
                MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
                Owners, FieldValues, Exclusions, Protection, Races, Waits, Drains, Verdicts, Contexts,
-               Variants, Instances, Pairs, DoubleFetch, TwoStep, DiagFlow):
+               Variants, Instances, Threads, Pairs, DoubleFetch, TwoStep, DiagFlow):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")

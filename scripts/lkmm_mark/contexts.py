@@ -24,7 +24,7 @@ those of an access come from the call sites that can reach it
 
 Reads .src, .calls and sites_of() (callgraph.py), .P.contexts, .entry
 (callers.py).  Sets nothing on the accesses; pairs.py asks context_of(),
-lockset_chains() and same_thread().
+lockset_chains() (same_thread(): threads.py).
 """
 import collections
 
@@ -164,7 +164,10 @@ class Contexts:
 
     # distinct locksets kept per function before it counts as entered from
     # anywhere: 64 names the calling contexts that race for most functions
-    # (16 named the nearest entry point for about 250 more sites)
+    # (16 named the nearest entry point for about 250 more sites); past it,
+    # an access's own function gets one context per call site
+    # (_site_contexts()), which 1024 would not better: it flagged the same
+    # sites in the three targets measured, in up to five times the time
     _CTX_MAX = 64
 
     def caller_contexts(self, key, _visiting=None):
@@ -203,6 +206,44 @@ class Contexts:
             return None
         visiting.add(key)
         own = set(self.entry.get(key, {}))
+        out = self._site_locksets(fn, sites, need, own, visiting, drop)
+        visiting.discard(key)
+        res = sorted(out, key=sorted) if out is not None else None
+        if _visiting is None or res is not None:
+            memo[mkey] = res
+            for h in res or () if not drop else ():
+                self._ctxchain.setdefault((key, h), out[h])
+        return res
+
+    def _site_contexts(self, key, sites, need):
+        """_contexts_from() for an access's own function, or when that has
+        more than _CTX_MAX contexts, one per call site, each with the
+        locks its caller is entered with in all of its own contexts (a
+        caller that holds a lock around one call keeps it there, where the
+        locks every caller holds lose it); None when those are too many
+        too.  Only here, not for a caller up the chain: there the caller's
+        entry locks, one context, keep the contexts further up apart."""
+        res = self._contexts_from(key, sites, need=need)
+        fn = self.src.funcs.get(key)
+        if res is not None or fn is None or fn.name in self.addr_taken or \
+                fn.name in self.macro_used:
+            return res
+        mkey = ("by-site", key, need) if sites is None else \
+            ("by-site", key, tuple(x[2] for x in sites), need)
+        memo = self._ctxmemo
+        if mkey not in memo:
+            live = self._context_sites(fn, sites, ())
+            out = self._site_locksets(fn, live, need, set(self.entry.get(key, {})), None) \
+                if live else None
+            memo[mkey] = sorted(out, key=sorted) if out else None
+            for h in memo[mkey] or ():
+                self._ctxchain.setdefault((key, h), out[h])
+        return memo[mkey]
+
+    def _site_locksets(self, fn, sites, need, own, visiting, drop=()):
+        """{lockset: call chain} of fn's calling contexts through sites,
+        each caller's own contexts (visiting: the functions on the way,
+        None: only the caller's entry locks), or None past _CTX_MAX."""
         clocks = list(self.P.container_locks.values())
         covered = fn.name in self._covering()
         out = {}
@@ -213,7 +254,8 @@ class Contexts:
             rs = self.reaching_sites_for(caller, k, need)
             if rs is not None and not rs:
                 continue                # a call no caller's call reaches (flagargs.py)
-            cc = self._contexts_from(ck, rs, visiting, drop=drop)
+            cc = self._contexts_from(ck, rs, visiting, drop=drop) \
+                if visiting is not None else None
             if cc is None:
                 cc = [frozenset(self.entry.get(ck, {}))]
             for c in cc:
@@ -225,14 +267,8 @@ class Contexts:
                 # names the contexts that race, not the nearest entry)
                 out.setdefault(frozenset(h), self.context_chain(ck, c) + (fn.name,))
             if len(out) > self._CTX_MAX:
-                break
-        visiting.discard(key)
-        res = sorted(out, key=sorted) if len(out) <= self._CTX_MAX else None
-        if _visiting is None or res is not None:
-            memo[mkey] = res
-            for h in res or () if not drop else ():
-                self._ctxchain.setdefault((key, h), out[h])
-        return res
+                return None
+        return out
 
     def _context_sites(self, fn, sites, drop):
         """The call sites of fn (sites, None: all) that give it a calling
@@ -290,7 +326,8 @@ class Contexts:
             # (none: a branch no call reaches, judged as if all did)
             sites = (self.reaching_sites(a) or None) if a.tok is not None else None
             need = self.flag_guards(a.func, a.tok) if a.tok is not None else ()
-            ctxs = self._contexts_from(key, sites, need=need, drop=drop)
+            ctxs = self._contexts_from(key, sites, need=need, drop=drop) if drop else \
+                self._site_contexts(key, sites, need)
             if ctxs == [] and drop:
                 return []
         res = self.flows.get(key)
@@ -451,65 +488,6 @@ class Contexts:
                         keep[x].what, caller.name, name, _short(caller.file), line),
                     line) for x in common}
         return out
-
-    def same_thread(self, a, b):
-        """Both accesses are reached only from one thread that
-        kthread_run() starts (the same entry point, of kind 'thread'), or
-        from one work item's function, to the struct that embeds the work
-        item (_same_work_item())."""
-        if self._same_work_item(a, b):
-            return True
-        entries = self.entry_points()
-        for x in (a, b):
-            # cheap first: the nearest entry point above each is a thread
-            root = self.context_of(x.fn).split("(", 1)[0]
-            if entries.get(root, ("",))[0] != "thread":
-                return False
-        ra, rb = self.roots_of(a.fn), self.roots_of(b.fn)
-        if not ra or ra != rb or len(ra) != 1:
-            return False
-        (r,) = ra
-        return self.entry_points().get(r, ("",))[0] == "thread"
-
-    def _same_work_item(self, a, b):
-        """Both accesses are to fields of a struct S and reached only from
-        the function of a work item embedded in S (policies/ 'work_items':
-        'INIT_WORK(&s->work, fn)'): a work item never runs on two CPUs at
-        once, so the accesses its function makes to its own object come
-        one after the other (another object's work item is another
-        object)."""
-        if a.struct != b.struct or not self.P.work_items:
-            return False
-        ra = self.roots_of(a.fn)
-        if not ra or len(ra) != 1 or ra != self.roots_of(b.fn):
-            return False
-        (r,) = ra
-        return self.work_items().get(r) == a.struct
-
-    def work_items(self):
-        """{function name: the struct that embeds the work item it is the
-        function of}, for the functions every registration of which is a
-        work item's (policies/ 'work_items'), all in one struct."""
-        c = self.__dict__.get("_workitems")
-        if c is not None:
-            return c
-        found = collections.defaultdict(set)
-        for spec in self.P.work_items:
-            for (caller, _, k) in self.calls.get(spec["call"], ()):
-                args = self._call_args(caller.file, k) or []
-                if max(spec["work"], spec["fn"]) >= len(args):
-                    continue
-                toks = self.src.toks[caller.file]
-                fa, fb = args[spec["fn"]]
-                if fb - fa != 1 or toks[fa].kind != "id":
-                    continue
-                wa, wb = args[spec["work"]]
-                name = self.lock_name_of(caller.file, toks, wa, wb)
-                found[toks[fa].text].add(name.split(".", 1)[0] if name and "." in name
-                                         and not name.startswith("?") else None)
-        c = self._workitems = {fn: next(iter(s)) for fn, s in found.items()
-                               if len(s) == 1 and None not in s}
-        return c
 
 
 def _context_set(h, clocks, covered):
