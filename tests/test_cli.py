@@ -158,6 +158,10 @@ class CliErrors(unittest.TestCase):
                  "'struct' and 'owner' must be struct names"),
                 ('{"task_private": [{"struct": "s", "reason": "r", "handed_to": "f"}]}',
                  "'handed_to' is not a list of function names"),
+                ('{"task_private": [{"struct": "s", "reason": "r", "lends_locks": 1, '
+                 '"handed_to": ["f"]}]}', "'lends_locks' must be true, beside 'handed_to'"),
+                ('{"task_private": [{"struct": "s", "reason": "r", "lends_locks": true}]}',
+                 "'lends_locks' must be true, beside 'handed_to'"),
                 ('{"owners": ["a.b"]}', "owners entry \"a.b\" is not an object"),
                 ('{"guards": [{"reason": "r"}]}', "it needs either \"field\""),
                 ('{"guards": [{"field": "f", "reason": "r"}]}', "it needs either \"field\""),

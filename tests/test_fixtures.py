@@ -896,6 +896,19 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertEqual(without[("zoned_reserve", "cursor")], "WRITE_ONCE")
         self.assertNotIn(("plain_cursor", "cursor"), self.marks("config_guard"))
 
+    def test_locks_lent_with_a_handed_object(self):
+        """The locks a task holds where it waits for the functions it
+        handed an object to hold in them (task_private "lends_locks",
+        lending.py): without the fact the creation's read is marked."""
+        d = FIXTURES / "lent_locks"
+        own = json.loads((d / "policies.json").read_text())
+        del own["task_private"][1]["lends_locks"]
+        without = self.marks("lent_locks", json.dumps(own))
+        self.assertEqual(without[("create_one", "quota_root")], "READ_ONCE")
+        got = self.marks("lent_locks")
+        self.assertNotIn(("create_one", "quota_root"), got)
+        self.assertEqual(got[("commit", "quota_root")], "READ_ONCE")
+
     def test_configuration_handed_to_a_work_item(self):
         """A work item registered after a configuration test runs in that
         configuration (contexts.handed_states()), and a chain of calls that

@@ -23,7 +23,8 @@ the ones before it set (each module's docstring says what it reads and sets):
   callers.py      the locks held on entry and in each calling context,
                   the locks each access holds, execution contexts
                   (flagargs.py, nullargs.py: the calls that can reach an
-                  access, by their literal and NULL arguments)
+                  access, by their literal and NULL arguments; lending.py:
+                  the locks a task lends with an object it hands over)
   exclusions.py   the accesses that get no verdict of their own (with
                   detach.py and unpublished.py: windows in which a function
                   owns an object it unlinked or has not published yet;
@@ -58,6 +59,7 @@ from .flagargs import FlagArgs
 from .memberflags import MemberFlags
 from .handback import HandBack
 from .instances import Instances
+from .lending import Lending
 from .lockmodes import declare_covers, declare_exclusions
 from .nullargs import NullArgs
 from .opsentry import OpsEntry
@@ -83,7 +85,7 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs,
                MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
                Owners, FieldValues, Exclusions, Protection, Races, Waits, Drains, Verdicts, Contexts,
-               Variants, Instances, Threads, Pairs, DoubleFetch, TwoStep, DiagFlow):
+               Variants, Instances, Threads, Lending, Pairs, DoubleFetch, TwoStep, DiagFlow):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")

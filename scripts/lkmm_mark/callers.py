@@ -52,6 +52,14 @@ class Callers:
         # except for the states of guards.py, which hold whatever object
         # a caller passes.
         entry = self._fixed_point(self._shared_sites(), annot, None)
+        # the locks a task lends with an object it hands over and waits
+        # for (lending.py): they hold in the functions it hands it to
+        lent = self.lent_locks(entry)
+        for key, held in lent.items():
+            for n, how in held.items():
+                annot[key].setdefault(n, how)
+        if lent:
+            entry = self._fixed_point(self._shared_sites(), annot, None)
         unheld = self._unheld_ops_locks(ops_entry, entry)
         if unheld:
             for key, names in unheld.items():

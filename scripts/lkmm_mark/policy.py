@@ -449,13 +449,17 @@ def _keyed(attr, key, what, fields):
 
 def _task_private(P, f, entries):
     """Structs that never leave their task; with 'handed_to', the
-    functions a task hands one to while it waits for them."""
+    functions a task hands one to while it waits for them, and with
+    'lends_locks', the task's locks held for them (lending.py)."""
     _keyed("task_private", "struct", "task_private", ("struct", "reason"))(P, f, entries)
     for c in entries:
         h = c.get("handed_to", ["x"])
         if not isinstance(h, list) or not h or not all(isinstance(x, str) for x in h):
             raise UserError("%s: malformed policy file: task_private entry %s: 'handed_to' "
                             "is not a list of function names" % (f, c["struct"]))
+        if c.get("lends_locks", True) is not True or ("lends_locks" in c and "handed_to" not in c):
+            raise UserError("%s: malformed policy file: task_private entry %s: 'lends_locks' "
+                            "must be true, beside 'handed_to'" % (f, c["struct"]))
 
 
 def _owned_structs(P, f, entries):
