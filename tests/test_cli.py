@@ -178,6 +178,10 @@ class CliErrors(unittest.TestCase):
                  "unlink_waits f: arg must be an argument number"),
                 ('{"unlink_waits": [{"call": "f", "arg": 1}]}',
                  "unlink_waits entry without 'reason'"),
+                ('{"thread_lifetimes": [{"thread": "t", "stop": 1, "reason": "r"}]}',
+                 "thread_lifetimes t: thread and stop must be function names"),
+                ('{"thread_lifetimes": [{"thread": "t", "reason": "r"}]}',
+                 "thread_lifetimes entry without 'stop'"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "implies": {"true": []}}]}',
                  "implies must map set or null"),
                 ('{"guards": [{"call": "f", "reason": "r", "implies": {"true": '

@@ -1426,3 +1426,44 @@ class ManyContexts(unittest.TestCase):
                               "\tmutex_lock(&fs->reloc_mutex);\n\tread_ctl(fs);",
                               "\tmutex_lock(&fs->l1);\n\tread_ctl(fs);")
         self.assertEqual(self._verdicts(A)["read_ctl"], ("READ_ONCE", "unlocked-read"))
+
+
+class ThreadLifetimes(unittest.TestCase):
+    def _flagged(self, A):
+        return sorted((a.line, a.fn, a.field) for a in A.accesses
+                      if a.action != "none" and a.field in ("seq", "blk"))
+
+    def test_without_the_fact_the_early_accesses_race(self):
+        """Fixture thread_lifetime without its 'thread_lifetimes' entries:
+        guard_start()'s store of seq before the kthread_run() pairs with
+        the thread's accesses again (and its load of seq, under its lock,
+        races with the thread's store), and so do the thread's store of
+        seq and its load of blk."""
+        def untold(P):
+            P.thread_lifetimes = []
+        got = {}
+        for tweak in (None, untold):
+            got[tweak is None] = self._flagged(
+                analyse_fixture(FIXTURES / "thread_lifetime", tweak=tweak))
+        self.assertEqual(got[True], [])
+        self.assertEqual(got[False], [(32, "guard_thread", "blk"), (35, "guard_thread", "seq"),
+                                      (35, "guard_thread", "seq"), (55, "guard_start", "seq"),
+                                      (57, "guard_start", "seq"),
+                                      (58, "guard_start", "blk")])
+
+    def test_a_store_after_the_start_races(self):
+        """The same store made after the kthread_run() races with the
+        thread's accesses: the thread may run by then."""
+        A, _ = analyse_edited(self, "thread_lifetime", "guard.c", "\tb->stamp = 5;\n",
+                              "\tb->stamp = 5;\n\tb->seq = 4;\n")
+        self.assertIn((65, "guard_start", "seq"), self._flagged(A))
+        self.assertIn((35, "guard_thread", "seq"), self._flagged(A))
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "thread_lifetime", policies=json.dumps(
+                {"thread_lifetimes": [{"thread": "guard_thread", "stop": ["guard_stop"],
+                                       "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("thread_lifetimes guard_thread", str(cm.exception))

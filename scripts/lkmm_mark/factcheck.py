@@ -38,7 +38,7 @@ NAMES = {
     "diagnostic_calls": [("", "id")], "assertion_calls": [("", "id")],
     "output_calls": [("", "id")],
     "state_assertions": [("call", "id")], "work_items": [("call", "id")],
-    "unlink_waits": [("call", "id")],
+    "unlink_waits": [("call", "id")], "thread_lifetimes": [("thread", "id"), ("stop", "id")],
     "variants": [("field", "field"), ("lookups.0.call", "id"), ("lookups.1.call", "id"),
                  ("bit", "id"), ("made_lists.0.list", "field"), ("made_lists.0.call", "id"),
                  ("made_lists.1.list", "field"), ("made_lists.1.call", "id")],

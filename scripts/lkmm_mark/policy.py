@@ -32,7 +32,7 @@ SCHEMA = {
     "phases": list, "pseudo_locks": list, "guards": list, "instances": list,
     "state_assertions": list, "variants": list, "work_items": list, "default_target": str, "seed": str,
     "replaces": list, "initialisers": list, "data_locks": list, "output_calls": list,
-    "unlink_waits": list, "drains": list, "owned_structs": list,
+    "unlink_waits": list, "drains": list, "owned_structs": list, "thread_lifetimes": list,
 }
 
 
@@ -79,6 +79,7 @@ class Policies:
         self.publishers = {}       # function -> index of the argument it links in
         self.unlinkers = set()
         self.unlink_waits = {}      # wait -> argument: a member of a stack struct another task unlinks
+        self.thread_lifetimes = []  # {thread, stop, reason}: one thread per object, started when none runs
         self.link_removers = set()  # list_del() and friends: a link taken apart
         self.link_tests = set()     # list_empty() and friends: a link only looked at
         self.sync_callers = set()
@@ -548,6 +549,15 @@ def _unlink_waits(P, f, entries):
         P.unlink_waits[c["call"]] = c["arg"]
 
 
+def _thread_lifetimes(P, f, entries):
+    for c in entries:
+        _need(f, c, ("thread", "stop", "reason"), "thread_lifetimes")
+        if not all(isinstance(c[k], str) and c[k].isidentifier() for k in ("thread", "stop")):
+            raise _err(f, "thread_lifetimes %s: thread and stop must be function names",
+                       c["thread"])
+        P.thread_lifetimes.append(c)
+
+
 def _variants(P, f, entries):
     for c in entries:
         _need(f, c, ("field", "reason"), "variants")
@@ -630,6 +640,7 @@ _LOADERS = {
     "variants": _variants,
     "work_items": _work_items,
     "unlink_waits": _unlink_waits,
+    "thread_lifetimes": _thread_lifetimes,
     "instances": _instances,
     "pseudo_locks": _pseudo_locks,
     "container_accessors": _container_accessors,
