@@ -206,6 +206,12 @@ class CliErrors(unittest.TestCase):
                  "pseudo_locks entry without 'reason'"),
                 ('{"instances": [{"struct": "s", "roles": {"a": ["x.p"]}, "reason": "r"}]}',
                  "roles must map at least two role names"),
+                ('{"instances": [{"struct": "s", "roles": {"a": ["x.p"], "b": ["x.q"]}, '
+                 '"params": {"c": [{"function": "f", "arg": 1}]}, "reason": "r"}]}',
+                 "params must map role names of roles to lists"),
+                ('{"instances": [{"struct": "s", "roles": {"a": ["x.p"], "b": ["x.q"]}, '
+                 '"calls": {"a": "f"}, "reason": "r"}]}',
+                 "calls must map role names of roles to lists of function names"),
                 ('{"data_locks": [{"member_types": [], "lock": "b.l", "reason": "r"}]}',
                  "data_locks b.l: member_types must be a list of type names"),
                 ('{"data_locks": [{"member_types": ["__be32"], "lock": "b.l"}]}',

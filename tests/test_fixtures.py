@@ -1164,6 +1164,25 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertEqual(without[("log_commit", "transid")], "WRITE_ONCE")
         self.assertNotIn(("log_commit", "transid"), self.marks("instance_roles"))
 
+    def test_instance_params_and_calls(self):
+        """instance_params without 'params': record()'s root may be a
+        relocation root, so its locked read races with merge()'s store;
+        without 'calls', init_reloc()'s store may be to what make_reloc()
+        returned, a subvolume root for all it knows, and pairs with
+        record_root()'s read instead of merge()'s store."""
+        def flagged(drop):
+            spec = json.loads((FIXTURES / "instance_params" / "policies.json").read_text())
+            for k in drop:
+                del spec["instances"][0][k]
+            A = analyse_fixture(FIXTURES / "instance_params", policies=json.dumps(spec))
+            return {(a.fn, a.kind): a for a in A.accesses
+                    if a.action != "none" and a.field == "last"}
+        self.assertNotIn(("record", "read"), flagged(()))
+        self.assertEqual(flagged(("params", "calls"))[("record", "read")].action, "READ_ONCE")
+        self.assertEqual(flagged(("params",))[("record", "read")].pair.fn, "merge")
+        self.assertEqual(flagged(("calls",))[("init_reloc", "write")].pair.fn, "record_root")
+        self.assertEqual(flagged(())[("init_reloc", "write")].pair.fn, "merge")
+
     def test_teardown_keeps_pairs_apart(self):
         """policies/ 'teardown_ops': a store made only in ->evict_inode on
         the object it is given races with no live access."""

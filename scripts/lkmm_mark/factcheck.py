@@ -108,6 +108,12 @@ def _role_fields(data):
         for fields in (c.get("roles") or {}).values() if isinstance(c, dict) else ():
             out += [("instances", "instances %s" % c.get("struct"), "field", x)
                     for x in fields if isinstance(x, str)]
+        for ps in (c.get("params") or {}).values() if isinstance(c, dict) else ():
+            out += [("instances", "instances %s" % c.get("struct"), "id", p["function"])
+                    for p in ps if isinstance(p, dict) and isinstance(p.get("function"), str)]
+        for fns in (c.get("calls") or {}).values() if isinstance(c, dict) else ():
+            out += [("instances", "instances %s" % c.get("struct"), "id", x)
+                    for x in fns if isinstance(x, str)]
     return out
 
 

@@ -20,15 +20,18 @@ other_instance() of every candidate pair).
   'case B:': 'f(p, A)' returns p->a, 'f(p, w)' either, unless every
   caller passes w as A), also as the base itself ('f(p, A)->f');
 - two declared roles of one struct (policies/ 'instances': a subvolume
-  root and a log tree root).
+  root and a log tree root): the role of what a pointer field points
+  to, of what every caller hands a declared parameter ('params') or of
+  what a declared call returns ('calls'), also through variables and
+  parameters given only such objects, as above.
 
 embedded_in() answers exclusions.py with the same paths: the struct an
 access's object is embedded in (a member of a task-private struct is
 as private as the struct).
 
 Reads .src, .accesses, .params(), .sites_of(), ._call_args(),
-.lock_name_of(), .constructors, .P.allocators, .P.roles.  Sets nothing
-but its memos (_objmemo, _freshmemo).
+.lock_name_of(), .constructors, .P.allocators, .P.roles, .P.param_roles,
+.P.call_roles.  Sets nothing but its memos (_objmemo, _freshmemo).
 """
 from .csrc import match_paren, open_of
 from .source import STORE_MACROS
@@ -146,6 +149,11 @@ class Instances:
                  if toks[j].text == v and toks[j + 1].text == "=" and
                  toks[j - 1].text not in (".", "->")]
         if not where:
+            names = self.params(func)
+            role = self.P.param_roles.get((func.name, names.index(v))) if v in names else None
+            if role is not None:
+                # policies/ 'instances' 'params': every caller hands it that role
+                return frozenset([("role",) + role])
             return self._param_objects(func, v, depth)
         objs = set()
         for j in where:
@@ -198,6 +206,9 @@ class Instances:
         case B: return &p->b; }' called as 'f(p, A)' returns p->a only: two
         labels of one switch never have one value); None if not known."""
         toks = self.src.toks[caller.file]
+        if toks[k].text in self.P.call_roles:
+            # policies/ 'instances' 'calls': it makes objects of that role
+            return frozenset([("role",) + self.P.call_roles[toks[k].text]])
         defs = self.src.by_name.get(toks[k].text) or ()
         args = self._call_args(caller.file, k)
         if len(defs) != 1 or args is None:

@@ -65,6 +65,8 @@ class Policies:
         self.variants = {}         # struct -> {field, lookups, reason}: two kinds of object (variants.py)
         self.work_items = []       # {call, work, fn, reason}: a non-reentrant work item's registration
         self.roles = {}            # pointer field -> (struct, role): objects of distinct roles
+        self.param_roles = {}      # (function, arg number) -> (struct, role): what every caller passes
+        self.call_roles = {}       # function -> (struct, role): what it returns
         self.exceptions = []
         self.bitops = {}
         self.wait_macros = set()
@@ -381,7 +383,10 @@ def _drains(P, f, entries):
 
 def _instances(P, f, entries):
     """Objects of one struct in distinct roles: what the pointer fields of
-    one role point to is never what those of another role point to."""
+    one role point to is never what those of another role point to;
+    'params' {role: [{"function", "arg"}]}: every caller hands that
+    parameter an object of the role; 'calls' {role: [function]}: what a
+    call of the function returns is one."""
     for c in entries:
         _need(f, c, ("struct", "roles", "reason"), "instances")
         roles = c["roles"]
@@ -393,6 +398,26 @@ def _instances(P, f, entries):
         for role, fields in roles.items():
             for x in fields:
                 P.roles[x] = (c["struct"], role)
+        params = c.get("params", {})
+        if not isinstance(params, dict) or not all(
+                r in roles and isinstance(v, list) and all(
+                    isinstance(p, dict) and isinstance(p.get("function"), str) and
+                    isinstance(p.get("arg"), int) for p in v)
+                for r, v in params.items()):
+            raise _err(f, "instances %s: params must map role names of roles to lists of "
+                       "{\"function\": name, \"arg\": number}", c["struct"])
+        for role, ps in params.items():
+            for p in ps:
+                P.param_roles[(p["function"], p["arg"])] = (c["struct"], role)
+        calls = c.get("calls", {})
+        if not isinstance(calls, dict) or not all(
+                r in roles and isinstance(v, list) and all(isinstance(x, str) for x in v)
+                for r, v in calls.items()):
+            raise _err(f, "instances %s: calls must map role names of roles to lists of "
+                       "function names", c["struct"])
+        for role, fns in calls.items():
+            for x in fns:
+                P.call_roles[x] = (c["struct"], role)
 
 
 _GUARD_STATES = {"field": ("set", "null"), "call": ("true", "false")}
