@@ -1025,6 +1025,19 @@ class DeclaredProtocols(unittest.TestCase):
             callgraph.CallGraph.live_sites = orig
         self.assertEqual(got[("read_count", "count")], "READ_ONCE")
 
+    def test_helper_only_the_self_tests_call(self):
+        """A function of the target called from the self-tests alone is
+        test code: its call adds no calling context either."""
+        from lkmm_mark import callgraph
+        orig = callgraph.CallGraph._is_test_code
+        try:
+            callgraph.CallGraph._is_test_code = \
+                lambda self, fn: self._is_test_file(fn.file)
+            got = self.marks("test_callers")
+        finally:
+            callgraph.CallGraph._is_test_code = orig
+        self.assertEqual(got[("read_count", "count")], "READ_ONCE")
+
     def test_context_named_by_an_entry_that_can_race(self):
         """The entry point that names a context is not one whose path down
         holds a lock that excludes the other side of the pair (its entry

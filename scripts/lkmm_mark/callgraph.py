@@ -152,8 +152,21 @@ class CallGraph:
         """sites less the calls from test code (self-tests run at module
         load, before any mount: beside nothing), or all of them when every
         one is."""
-        live = [s for s in sites if not self._is_test_file(s[0].file)]
+        live = [s for s in sites if not self._is_test_code(s[0])]
         return live or sites
+
+    def _is_test_code(self, fn):
+        """fn is in a test file, or every call of it is from test code (a
+        helper the self-tests alone call, kept beside the code it tests);
+        a function reached through a pointer or a cycle is not."""
+        memo = self.__dict__.setdefault("_testcode", {})
+        key = (fn.file, fn.name)
+        if key not in memo:
+            memo[key] = False           # a cycle: not test code
+            sites = self.sites_of(fn) if fn.name not in self.addr_taken else ()
+            memo[key] = self._is_test_file(fn.file) or (
+                bool(sites) and all(self._is_test_code(s[0]) for s in sites))
+        return memo[key]
 
     def sites_of(self, fn):
         """Call sites of fn by name: a static function outside a header is
