@@ -21,6 +21,8 @@ handle that may be NULL or weak: that handle may be counted in nothing.
 Reads .P.drains, .P.param_locks, .src, the handles nullargs.py finds
 maybe NULL or weak (_null_params()), owners.py's _owner_path(); sets the
 cache _drainmemo."""
+from .lockmodes import lock_base
+from .tokutil import _root
 from .waits import reassigned
 
 DRAIN_PAIR = "(drain) "
@@ -49,7 +51,7 @@ class Drains:
         k = ("h", id(a), i)
         if k not in memo:
             memo[k] = a.func is not None and bool(a.base) and \
-                any(_lock_name(n) == d["lock"] for n in a.held) and \
+                any(lock_base(n) == d["lock"] for n in a.held) and \
                 self._drain_holder_path(a, d)
         return memo[k]
 
@@ -111,12 +113,3 @@ class Drains:
 def drain_key(i, d):
     """_kept_apart()'s sentinel for entry i of policies/ 'drains'."""
     return "%s%d %s" % (DRAIN_PAIR, i, d["struct"])
-
-
-def _lock_name(n):
-    """The lock of a locks-held name ('s.f:r', 's.f{group}')."""
-    return n.split(":")[0].split("{")[0]
-
-
-def _root(path):
-    return path.split("->")[0].split(".")[0]

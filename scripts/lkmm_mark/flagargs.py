@@ -62,24 +62,7 @@ class FlagArgs:
             return memo[key]
         toks = self.src.toks[fn.file]
         names = self.params(fn)
-        out = []
-        for i in range(fn.body_start + 1, fn.body_end):
-            if toks[i].text != "if" or toks[i + 1].text != "(":
-                continue
-            close = csrc.match_paren(toks, i + 1)
-            g = _param_test(toks, i + 2, close, names)
-            if g is None:
-                continue
-            n, op, lit, whole = g
-            end = _branch_end(toks, close + 1, fn.body_end)
-            out.append((close, end - 1, n, op, lit))
-            if not whole:
-                continue                # 'if (p && x)': p's truth is known in the branch only
-            if toks[end + 1].text == "else":
-                out.append((end, _branch_end(toks, end + 2, fn.body_end), n, _NEG[op], lit))
-            elif toks[close + 1].text == "return" and \
-                    next(_open_blocks(toks, fn.body_start, i), None) == fn.body_start:
-                out.append((end, fn.body_end, n, _NEG[op], lit))
+        out = test_ranges(toks, fn, lambda lo, hi: _param_test(toks, lo, hi, names))
         out += _alias_ranges(toks, fn, names)
         out = [r for r in out if self._kept_by_test(fn, names[r[2]], r, out)]
         memo[key] = out
@@ -320,6 +303,33 @@ def _in_declaration(toks, lo, j):
         if toks[i].text in ("(", ")"):
             return False
     return toks[i].kind == "id" and toks[i].text not in _NOT_TYPES and toks[i + 1].kind == "id"
+
+
+def test_ranges(toks, fn, test):
+    """[(from, to, key, op, literal)]: the token ranges of fn reached only
+    when what test(lo, hi) finds in the condition of an 'if' holds
+    ((key, op, literal, whole) or None): the branch of the test; and, when
+    the test is the whole condition, its else branch, or what follows
+    'if (...) return ...;' at the top level of the body, with op negated."""
+    out = []
+    for i in range(fn.body_start + 1, fn.body_end):
+        if toks[i].text != "if" or toks[i + 1].text != "(":
+            continue
+        close = csrc.match_paren(toks, i + 1)
+        g = test(i + 2, close)
+        if g is None:
+            continue
+        key, op, lit, whole = g
+        end = _branch_end(toks, close + 1, fn.body_end)
+        out.append((close, end - 1, key, op, lit))
+        if not whole:
+            continue                # 'if (p && x)': p's truth is known in the branch only
+        if toks[end + 1].text == "else":
+            out.append((end, _branch_end(toks, end + 2, fn.body_end), key, _NEG[op], lit))
+        elif toks[close + 1].text == "return" and \
+                next(_open_blocks(toks, fn.body_start, i), None) == fn.body_start:
+            out.append((end, fn.body_end, key, _NEG[op], lit))
+    return out
 
 
 def _param_test(toks, lo, hi, names):

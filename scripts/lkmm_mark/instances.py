@@ -35,6 +35,7 @@ Reads .src, .accesses, .params(), .sites_of(), ._call_args(),
 """
 from .csrc import match_paren, open_of
 from .source import STORE_MACROS
+from .tokutil import _open_blocks
 
 
 class Instances:
@@ -315,22 +316,12 @@ def _enclosing_switch(toks, lo, r):
     """(parameter tested, '{', '}') of the innermost switch whose body
     holds toks[r] (through the blocks of 'if's and loops), if it tests one
     plain name: 'switch (q) {'."""
-    depth = 0
-    j = r - 1
-    while j > lo:
-        t = toks[j].text
-        if t == "}":
-            depth += 1
-        elif t == "{":
-            if depth == 0:
-                if toks[j - 1].text == ")" and toks[j - 4].text == "switch" and \
-                        toks[j - 3].text == "(" and toks[j - 2].kind == "id":
-                    return toks[j - 2].text, j, match_paren(toks, j)
-                if toks[j - 1].text == ")" and _before_paren(toks, j - 1) == "switch":
-                    return None
-            else:
-                depth -= 1
-        j -= 1
+    for j in _open_blocks(toks, lo, r):
+        if toks[j - 1].text == ")" and toks[j - 4].text == "switch" and \
+                toks[j - 3].text == "(" and toks[j - 2].kind == "id":
+            return toks[j - 2].text, j, match_paren(toks, j)
+        if toks[j - 1].text == ")" and _before_paren(toks, j - 1) == "switch":
+            return None
     return None
 
 

@@ -36,8 +36,7 @@ Reads .src, .accesses, .params(), ._call_args(), ._stack_structs() and
 (_mflagcache).
 """
 from . import csrc
-from .flagargs import _NEG, assigned_at, holds, literal_value
-from .tokutil import _branch_end, _open_blocks
+from .flagargs import _NEG, assigned_at, holds, literal_value, test_ranges
 
 _STORES = ("write", "rmw", "address", "atomic", "marked")
 
@@ -60,24 +59,15 @@ class MemberFlags:
             return memo[key]
         toks = self.src.toks[fn.file]
         names = self.params(fn)
-        out = []
-        for i in range(fn.body_start + 1, fn.body_end):
-            if toks[i].text != "if" or toks[i + 1].text != "(":
-                continue
-            close = csrc.match_paren(toks, i + 1)
-            g = _member_test(toks, i + 2, close, names)
+
+        def test(lo, hi):
+            g = _member_test(toks, lo, hi, names)
             if g is None or assigned_at(toks, fn.body_start, fn.body_end, names[g[0]]):
-                continue
+                return None
             n, m, op, lit, whole = g
-            end = _branch_end(toks, close + 1, fn.body_end)
-            out.append((close, end - 1, n, m, op, lit))
-            if not whole:
-                continue
-            if toks[end + 1].text == "else":
-                out.append((end, _branch_end(toks, end + 2, fn.body_end), n, m, _NEG[op], lit))
-            elif toks[close + 1].text == "return" and \
-                    next(_open_blocks(toks, fn.body_start, i), None) == fn.body_start:
-                out.append((end, fn.body_end, n, m, _NEG[op], lit))
+            return (n, m), op, lit, whole
+        out = [(lo, hi, n, m, op, lit)
+               for lo, hi, (n, m), op, lit in test_ranges(toks, fn, test)]
         memo[key] = out
         return out
 
