@@ -131,6 +131,32 @@ class DiagLocal(unittest.TestCase):
         self.assertEqual(self.verdict(A, "pool_dump", "ro"), ("READ_ONCE", "unlocked-read"))
 
 
+class DiagTraceStruct(unittest.TestCase):
+    """Fixture diag_trace_struct edited so that the struct the helper
+    fills does more than go to the tracepoint: the load is no diagnostic
+    read any more (diagflow.py's struct flow is what made it one)."""
+
+    def verdict(self, A):
+        return next((a.action, a.rule) for a in A.accesses
+                    if a.fn == "stripe_trace_info" and a.field == "id" and a.kind == "read")
+
+    def test_a_caller_uses_a_member(self):
+        A, _ = analyse_edited(self, "diag_trace_struct", "stripe.c",
+                              "\ttrace_stripe_read(d, &info);",
+                              "\ttrace_stripe_read(d, &info);\n\tdev_pick(info.devid);")
+        self.assertEqual(self.verdict(A), ("READ_ONCE", "unlocked-read"))
+
+    def test_a_caller_hands_it_on(self):
+        A, _ = analyse_edited(self, "diag_trace_struct", "stripe.c",
+                              "\ttrace_stripe_read(d, &info);", "\tdev_route(d, &info);")
+        self.assertEqual(self.verdict(A), ("READ_ONCE", "unlocked-read"))
+
+    def test_the_helper_reads_it_back(self):
+        A, _ = analyse_edited(self, "diag_trace_struct", "stripe.c", "\treturn;\nnot_found:",
+                              "\tdev_pick(info->devid);\n\treturn;\nnot_found:")
+        self.assertEqual(self.verdict(A), ("READ_ONCE", "unlocked-read"))
+
+
 class LiftedFlag(unittest.TestCase):
     """Fixture lifted_flag edited so that the rescan's call may reach the
     store to excl: it races with the reader again (flagargs.py, the

@@ -240,6 +240,12 @@ class RewriteFixtures(unittest.TestCase):
         local or result does work too get READ_ONCE() (diagflow.py)."""
         self.check("diag_local")
 
+    def test_diagnostic_through_a_traced_struct(self):
+        """A load a helper stores into a struct its callers keep on the
+        stack only for a tracepoint gets data_race() in place; the twin
+        whose struct also picks a device gets READ_ONCE() (diagflow.py)."""
+        self.check("diag_trace_struct")
+
     def test_double_fetch_left_for_a_human(self):
         """The loads of a double fetch get no mark: a READ_ONCE() on each
         would not make them one load (the cover letter's fix)."""

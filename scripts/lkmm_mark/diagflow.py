@@ -20,6 +20,13 @@ The value of a load is followed, conservatively, through
 - 'return' of an expression with no call in it, when the function is
   static, its address is not taken, and every call of it is used the same
   way in its caller (depth 3);
+- a store into a member through a struct pointer parameter ('p->m =
+  x->f;'), when the function is static, only stores members through p
+  (nothing reads them back or hands p on) and every call passes '&v' of
+  a struct on the caller's stack whose every other use is '&v' as a whole
+  argument of a tracepoint, a message or an assertion (a struct filled
+  only to be traced: 'struct T info = { 0 }; fill(x, &info);
+  trace_t(x, &info);');
 and each local must be a non-pointer one declared in the function, and
 every other use of it must be an argument a message prints after its
 format (callctx.py's mark), a tracepoint records (policies/
@@ -115,7 +122,65 @@ class DiagFlow:
             return self._guard_diag(fn, s[1], depth)
         if s[0] == "return":
             return self._result_diag(fn, depth + 1)
+        if s[0] == "out":
+            return self._out_diag(fn, s[1])
         return None
+
+    def _out_diag(self, fn, p):
+        """The diagnostic the struct parameter p of fn is filled for, when
+        fn only stores members through p ('p->m = e;', nothing reads them
+        back or hands p on) and every caller passes '&v' of a struct of
+        its stack whose every other use is '&v' as an argument of a
+        tracepoint, a message or an assertion (or of fn again); else
+        None."""
+        toks = self.src.toks[fn.file]
+        if not fn.static or any(
+                toks[k].text == p and toks[k - 1].text not in ("->", ".") and
+                not (_statement_start(toks, k, fn.body_start) == k and
+                     toks[k + 1].text == "->" and toks[k + 3].text == "=")
+                for k in range(fn.body_start + 1, fn.body_end)):
+            return None
+        args = self.param_arguments(fn, p)
+        if not args:
+            return None
+        fills = {(c.file, lo) for (c, lo, hi) in args}
+        found = ""
+        for (caller, lo, hi) in args:
+            ctoks = self.src.toks[caller.file]
+            if hi != lo + 2 or ctoks[lo].text != "&" or ctoks[lo + 1].kind != "id":
+                return None
+            d = self._filled_diag(caller, ctoks[lo + 1].text, fills)
+            if d is None:
+                return None
+            found = found or d
+        return found or None
+
+    def _filled_diag(self, fn, v, fills):
+        """The diagnostic the struct v on fn's stack goes to when its every
+        use but its declaration is '&v' as a whole argument of a call
+        that fills it (fills: the '&' of each) or of a diagnostic, else
+        None."""
+        toks = self.src.toks[fn.file]
+        occ = [k for k in range(fn.body_start + 1, fn.body_end) if toks[k].text == v and
+               toks[k].kind == "id" and toks[k - 1].text not in ("->", ".")]
+        decls = [k for k in occ if _declares(toks, k)]
+        if len(decls) != 1 or toks[decls[0] - 1].text == "*":
+            return None
+        found = ""
+        for k in occ:
+            if k in decls:
+                continue
+            if toks[k - 1].text != "&" or toks[k - 2].text not in ("(", ",") or \
+                    toks[k + 1].text not in (")", ","):
+                return None
+            if (fn.file, k - 1) in fills:
+                continue
+            d = self._use_diag(fn, k)
+            ctx = self._fctx(fn).get(k, ())
+            if d is None or not ctx or ctx[-1] != d:
+                return None
+            found = d
+        return found or None
 
     def _guard_diag(self, fn, names, depth):
         if names is None:
@@ -299,6 +364,12 @@ def _statement_sink(toks, st, i, j):
     if eq is None:
         return None
     lhs = toks[st:eq]
+    if len(lhs) == 3 and lhs[1].text == "->" and lhs[0].kind == lhs[2].kind == "id" and \
+            toks[eq].text == "=":
+        end = _end(toks, eq)
+        if end is None or not _pure(toks, eq + 1, end, i, j):
+            return None
+        return ("out", lhs[0].text)
     if not lhs or lhs[-1].kind != "id" or lhs[0].text == "*" or \
             any(t.kind != "id" and t.text != "*" for t in lhs) or \
             any(t.text in KEYWORDS for t in lhs):
