@@ -228,6 +228,23 @@ class ModeVariable(unittest.TestCase):
                     "unsigned int mode)\n{")
 
 
+class ReturnedMode(unittest.TestCase):
+    """Fixture returned_mode edited so that the wrapper returns no flag
+    constant it is known to give: the local's values are unknown, so
+    node_walk()'s node_lock(n, lock) takes nothing (its load races with
+    the store) and node_peek()'s node_unlock(n, lock) drops nothing (its
+    load after the unlock looks locked: the unsound view this mechanism
+    ends)."""
+
+    def test_a_mode_not_known(self):
+        A, _ = analyse_edited(self, "returned_mode", "mode.c", "\treturn mode;",
+                              "\treturn mode + 0;")
+        got = {a.fn: (a.action, a.rule, getattr(a, "tier", None))
+               for a in A.accesses if a.field == "projid" and a.kind == "read"}
+        self.assertEqual(got["node_walk"], ("READ_ONCE", "unlocked-read", "paired"))
+        self.assertEqual(got["node_peek"][:2], ("none", "locked-read"))
+
+
 class NullHandle(unittest.TestCase):
     """Fixture null_handle with a NULL call that reaches what the others
     do not: the handle's pin is lost there, and the load races with the

@@ -21,6 +21,7 @@ here.
 import collections
 
 from .callctx import call_context
+from .correlate import returned_values
 from .locks import KEYWORDS, LockFlow
 from .lockstate import How, State
 from .base import UserError
@@ -109,7 +110,25 @@ class CallGraph:
             return self.lock_name_of(f, toks, x, y)
 
         return LockFlow(toks, fn.body_start, fn.body_end + 1, self.flow_lockfns, resolve,
-                        want, self.guards).run(entry)
+                        want, self.guards, self.returned_flags).run(entry)
+
+    def returned_flags(self, name):
+        """The flag values every definition of the function name returns
+        (correlate.returned_values(): a wrapper that takes a lock in a mode
+        it picks and returns that mode, which its caller keeps in a local
+        and hands to the unlock), or None."""
+        memo = self.__dict__.setdefault("_returned", {})
+        if name not in memo:
+            memo[name] = None           # a cycle returns nothing known
+            out = []
+            for fn in self.src.by_name.get(name) or ():
+                vals = returned_values(self.src.toks[fn.file], fn.body_start,
+                                       fn.body_end + 1, self.returned_flags)
+                if vals is None:
+                    return None
+                out.extend(vals)
+            memo[name] = out or None
+        return memo[name]
 
     def cond_params(self):
         """A conditionally kept lock handed on as a flag: after 'if (!v)

@@ -181,13 +181,15 @@ def forget_in(t, lo, hi, st):
     return st
 
 
-def flag_values(t, lo, hi, v):
+def flag_values(t, lo, hi, v, returned=None):
     """The values the local v of the body toks[lo:hi] is ever given, as
-    token ranges ('v = A;', 'T v = A | B;'), when every one is a flag
-    constant or an or of them, v is no parameter (not named in the
-    function's head before toks[lo]) and nothing else changes it ('v |=
-    A', '&v'); else None.  Flow-insensitive: a lock call handed v takes
-    what every one of them names (locks.py)."""
+    tuples of token texts ('v = A;', 'T v = A | B;'), when every one is a
+    flag constant or an or of them, or what a call returns whose every
+    value returned(name) gives so ('v = f(x);' of a function that
+    returns the flags it took, returned_values()), v is no parameter (not
+    named in the function's head before toks[lo]) and nothing else
+    changes it ('v |= A', '&v'); else None.  Flow-insensitive: a lock
+    call handed v takes what every one of them names (locks.py)."""
     head = lo - 1
     while head > 0 and lo - head < 400 and t[head].text not in (";", "}"):
         if t[head].text == v:
@@ -202,12 +204,74 @@ def flag_values(t, lo, hi, v):
             return None
         if nxt != "=":
             continue
+        got = _call_value(t, k + 2, hi, returned)
+        if got is not None:
+            if not got:
+                return None
+            out.extend(got)
+            continue
         e = k + 2
         while e < hi and t[e].text not in (";", ","):
             e += 1
         words = t[k + 2:e]
-        if not words or any(x.kind != "id" for x in words[::2]) or \
-                any(x.text != "|" for x in words[1::2]) or len(words) % 2 == 0:
+        if not _or_of_names(words):
             return None
-        out.append((k + 2, e))
+        out.append(tuple(x.text for x in words))
     return out or None
+
+
+def _or_of_names(words):
+    """words (tokens) are a name or an or of names ('A', 'A | B')."""
+    return bool(words) and len(words) % 2 == 1 and \
+        all(x.kind == "id" for x in words[::2]) and all(x.text == "|" for x in words[1::2])
+
+
+def _call_value(t, k, hi, returned):
+    """For 'v = f(...);' with the call at toks[k]: the values
+    returned(f) gives, () when it gives none; None when toks[k] starts
+    no such call (or nothing is asked about calls)."""
+    from .csrc import match_paren
+    if returned is None or t[k].kind != "id" or k + 1 >= hi or t[k + 1].text != "(":
+        return None
+    c = match_paren(t, k + 1)
+    if c + 1 >= hi or t[c + 1].text != ";":
+        return None
+    return returned(t[k].text) or ()
+
+
+def returned_values(t, lo, hi, returned=None):
+    """The values the function body toks[lo:hi] returns, as flag_values()
+    gives them, when every 'return' returns flag constants (upper-case
+    names, or-ed) or a local flag_values() knows the values of
+    ('uint mode = A; if (c) mode = B; lock(x, mode); return mode;');
+    else None (also for a body with no 'return')."""
+    out = []
+    for k in range(lo, hi):
+        if t[k].text != "return":
+            continue
+        e = k + 1
+        while e < hi and t[e].text != ";":
+            e += 1
+        words = t[k + 1:e]
+        if len(words) == 1 and words[0].kind == "id" and not words[0].text.isupper():
+            vals = flag_values(t, lo, hi, words[0].text, returned)
+            if vals is None:
+                return None
+            out.extend(vals)
+        elif _or_of_names(words) and all(x.text.isupper() for x in words[::2]):
+            out.append(tuple(x.text for x in words))
+        else:
+            return None
+    return out or None
+
+
+def names_flag(ops, token):
+    """The texts ops are the token, or an or-ed set of flags one of which
+    is the token ('A', 'A | B'), or the number the token is ('1':
+    atomic_set(&x->busy, 1), a flag raised)."""
+    if token[:1].isdigit():
+        return list(ops) == [token]
+    if token not in ops:
+        return False
+    return all(x == "|" for x in ops[1::2]) and \
+        all(x[:1].isalpha() or x[:1] == "_" for x in ops[::2])

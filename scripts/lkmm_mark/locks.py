@@ -34,8 +34,9 @@ class FlowResult:
 class LockFlow(Conds):
     """Run over toks[lo:hi] (the body including braces)."""
 
-    def __init__(self, toks, lo, hi, lockfns, resolve, want, guards=None):
+    def __init__(self, toks, lo, hi, lockfns, resolve, want, guards=None, returned=None):
         self.t = toks
+        self.returned = returned    # name -> the flag values it returns, or None
         self.guards = guards or NO_GUARDS   # state guards (guards.py)
         self.lo = lo
         self.hi = hi
@@ -353,7 +354,7 @@ class LockFlow(Conds):
         a = args[w[0]][0]
         if self.t[a].kind != "id":
             return None
-        return correlate.flag_values(self.t, self.lo, self.hi, self.t[a].text)
+        return correlate.flag_values(self.t, self.lo, self.hi, self.t[a].text, self.returned)
 
     def _picks_by_values(self, spec, vals):
         """The entries a call takes whichever of the values vals its
@@ -364,7 +365,7 @@ class LockFlow(Conds):
             got = {}
             for sp in [spec] + spec.get("variants", []):
                 w = sp.get("when_arg")
-                if not w or not sp.get("lock") or not self._names_flag(v, w[1]):
+                if not w or not sp.get("lock") or not correlate.names_flag(v, w[1]):
                     continue
                 name = group_lock(sp["lock"], sp)
                 if name not in got or mode_name(name, sp) != name:
@@ -423,17 +424,11 @@ class LockFlow(Conds):
     def _names_flag(self, arg, token):
         """Argument arg is the token, or an or-ed set of flags one of which
         is the token ('A', 'A | B', '(A|B)'), or the number the token is
-        ('1': atomic_set(&x->busy, 1), a flag raised)."""
+        (correlate.names_flag())."""
         a, b = arg
         while b - a > 2 and self.t[a].text == "(" and self._match(a) == b - 1:
             a, b = a + 1, b - 1
-        ops = [x.text for x in self.t[a:b]]
-        if token[:1].isdigit():
-            return ops == [token]
-        if token not in ops:
-            return False
-        return all(x == "|" for x in ops[1::2]) and \
-            all(self.t[a + i].kind == "id" for i in range(0, len(ops), 2))
+        return correlate.names_flag([x.text for x in self.t[a:b]], token)
 
     def _mentions(self, arg, field):
         from .csrc import mentions
