@@ -245,6 +245,19 @@ class ReturnedMode(unittest.TestCase):
         self.assertEqual(got["node_peek"][:2], ("none", "locked-read"))
 
 
+class StubMacro(unittest.TestCase):
+    """Fixture stub_macro with a macro whose body does name the function
+    (a wrapper, not the stub): the function may be called where the
+    macro is, with no lock known, and its load races with the store."""
+
+    def test_a_macro_that_names_it(self):
+        A, _ = analyse_edited(self, "stub_macro", "stub.c", "#endif",
+                              "#endif\n#define node_check_all(n) node_check(n)")
+        got = {a.fn: (a.action, a.rule, getattr(a, "tier", None))
+               for a in A.accesses if a.field == "size" and a.kind == "read"}
+        self.assertEqual(got["node_check"], ("READ_ONCE", "unlocked-read", "paired"))
+
+
 class NullHandle(unittest.TestCase):
     """Fixture null_handle with a NULL call that reaches what the others
     do not: the handle's pin is lost there, and the load races with the

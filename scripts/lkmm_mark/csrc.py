@@ -640,6 +640,9 @@ def _defined_in(text, names):
         r"(?:^[ \t]*#[ \t]*define[ \t]+|-D)%s\b" % re.escape(x), text, re.M)}
 
 
+_DEFINE = re.compile(r"\s*#\s*define\s+\w+(\([^)]*\))?")
+
+
 def macro_bodies(src):
     """The replacement text of every '#define' (continuation lines joined)."""
     out = []
@@ -651,8 +654,12 @@ def macro_bodies(src):
             while body.endswith("\\") and i + 1 < len(lines):
                 i += 1
                 body = body[:-1] + " " + lines[i]
-            parts = body.split(None, 2)
-            out.append(parts[2] if len(parts) > 2 else "")
+            # what follows the name and, of a function-like macro, its
+            # parameters: '# define f(x) ((void)0)' (a space after the
+            # '#', the stub of a function another branch of an #if
+            # defines) does not name f
+            m = _DEFINE.match(body)
+            out.append(body[m.end():] if m else "")
         i += 1
     return out
 
