@@ -375,28 +375,11 @@ class Owners:
         key = (fn.file, fn.name)
         if key not in memo:
             memo[key] = frozenset()     # a cycle through a creator field
-            toks = self.src.toks[fn.file]
             fresh = set(self.constructors) | set(self.P.allocators)
             mine = own.get(key, set()) | set(self._stack_structs(fn))
             types = self._decl_types(fn)
-            params = set(self.params(fn))
-            vals = collections.defaultdict(list)
-            for v, ks in self._ids(fn).items():
-                if v in params or v not in types:
-                    continue
-                for j in ks:
-                    if toks[j - 1].text in (".", "->"):
-                        continue                    # a member of that name
-                    c = self._call_arg(toks, j, fn.body_start)
-                    if (toks[j - 1].text == "&" and toks[j + 1].text not in ("->", "[")) or \
-                            (c is not None and ("for_each" in c[0] or c[0] == "swap")):
-                        # its address, the cursor of a loop macro
-                        vals[v].append(None)
-                    elif toks[j + 1].text == "=":
-                        e = _stmt_end(toks, j + 2, fn.body_end)
-                        vals[v].append([t.text for t in toks[j + 2:e]])
             made = set()
-            for v, vs in vals.items():
+            for v, vs in self._local_values(fn).items():
                 if vs and all(x is not None and (
                         x == ["NULL"] or (len(x) > 1 and x[0] in fresh and x[1] == "(") or
                         (len(x) == 3 and x[1] == "->" and x[0] in mine and
@@ -405,6 +388,35 @@ class Owners:
                     made.add(v)
             memo[key] = frozenset(made)
         return memo[key]
+
+    def _local_values(self, fn):
+        """local -> the token texts of each value assigned to it (None: its
+        address taken, or a loop macro's cursor); the same in every round
+        of made_params(), so kept."""
+        memo = self.__dict__.setdefault("_localvals", {})
+        key = (fn.file, fn.name)
+        if key in memo:
+            return memo[key]
+        toks = self.src.toks[fn.file]
+        types = self._decl_types(fn)
+        params = set(self.params(fn))
+        vals = collections.defaultdict(list)
+        for v, ks in self._ids(fn).items():
+            if v in params or v not in types:
+                continue
+            for j in ks:
+                if toks[j - 1].text in (".", "->"):
+                    continue                    # a member of that name
+                c = self._call_arg(toks, j, fn.body_start)
+                if (toks[j - 1].text == "&" and toks[j + 1].text not in ("->", "[")) or \
+                        (c is not None and ("for_each" in c[0] or c[0] == "swap")):
+                    # its address, the cursor of a loop macro
+                    vals[v].append(None)
+                elif toks[j + 1].text == "=":
+                    e = _stmt_end(toks, j + 2, fn.body_end)
+                    vals[v].append([t.text for t in toks[j + 2:e]])
+        memo[key] = vals
+        return vals
 
     def _creator_field(self, t, fld, own):
         """Every store of the pointer field fld of struct type t is
