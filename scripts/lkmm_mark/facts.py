@@ -44,9 +44,12 @@ def content_hash(tree, files, extra=()):
     return h.hexdigest()
 
 
-def spatch_args(tree, target, jobs, cocci=FACTS_COCCI):
-    args = ["spatch", "--very-quiet", "--sp-file", str(cocci), "--dir", target,
-            "--no-includes", "--include-headers", "-I", target, "-I", "include",
+def spatch_args(tree, target, jobs, cocci=FACTS_COCCI, groups=None):
+    """groups: a --file-groups file to read the files from instead of
+    --dir (write_groups())."""
+    args = ["spatch", "--very-quiet", "--sp-file", str(cocci)]
+    args += ["--file-groups", groups] if groups else ["--dir", target]
+    args += ["--no-includes", "--include-headers", "-I", target, "-I", "include",
             "--timeout", "120"]
     if MACROS.exists():
         args += ["--macro-file", str(MACROS)]
@@ -60,6 +63,18 @@ def spatch_args(tree, target, jobs, cocci=FACTS_COCCI):
     if jobs > 1:
         args += ["--jobs", str(jobs), "--chunksize", "1"]
     return args
+
+
+def write_groups(tree, files, path):
+    """The files for spatch --file-groups, one per group, largest first:
+    the workers of --jobs take them in that order, so the pass does not
+    end with one worker on a large file while the other has nothing
+    left (with --dir's order the two workers of fs/btrfs finished 0.7 s
+    apart, with this one within 10 ms; the same facts)."""
+    sized = sorted(files, key=lambda f: (-os.path.getsize(os.path.join(tree, f)), f))
+    with open(path, "w") as out:
+        out.write("".join(f + "\n\n" for f in sized))
+    return path
 
 
 def facts_key(tree, target, files=None, cocci=FACTS_COCCI):
@@ -126,7 +141,10 @@ class Running:
         self.t0 = time.time()
         self.err = tempfile.TemporaryFile(mode="w+")
         try:
-            self.proc = subprocess.Popen(spatch_args(tree, target, jobs, cocci), cwd=tree, env=env,
+            groups = write_groups(tree, files, os.path.join(self.tmp, "groups")) \
+                if jobs > 1 else None
+            self.proc = subprocess.Popen(spatch_args(tree, target, jobs, cocci, groups),
+                                         cwd=tree, env=env,
                                          stdout=subprocess.DEVNULL, stderr=self.err, text=True)
         except BaseException:
             shutil.rmtree(self.tmp, ignore_errors=True)
