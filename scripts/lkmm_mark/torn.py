@@ -77,8 +77,10 @@ class TornObjects:
         obj = spec["object"]
         todo = []
         for fn in self.src.by_name.get(obj["function"], ()):
+            # called only by the entry, never through a pointer
             if all(c.name == spec["entry"] for (c, _, _) in self.sites_of(fn)) and \
-                    self.sites_of(fn) and not self._reassigned_at(fn, obj["arg"]):
+                    self.sites_of(fn) and fn.name not in self.addr_taken and \
+                    not self._reassigned_at(fn, obj["arg"]):
                 todo.append((fn, obj["arg"]))
         out, callees = set(), self._callee_sites()
         while todo:
@@ -188,6 +190,9 @@ class TornObjects:
         reach = self._still_reaching(i)
         out = self._compose(fn, [(x, self._reach_contexts(x[0], i, visiting))
                                  for x in sites if x[0].name in reach])
+        if out is not None and (fn.name in self.addr_taken or fn.name in self.macro_used):
+            out = sorted(set(out) | {frozenset(self.entry.get((fn.file, fn.name), {}))},
+                         key=sorted)
         visiting.discard(key)
         memo[key] = out
         return out
@@ -216,9 +221,10 @@ class TornObjects:
         return out
 
     def _live_sites_locksets(self, fn, n, i, visiting):
+        own = [frozenset(self.entry.get((fn.file, fn.name), {}))]
         sites = self._context_sites(fn, None, ())
         if sites is None:
-            return [frozenset(self.entry.get((fn.file, fn.name), {}))]   # an entry point
+            return own                  # an entry point
         carried, got = self._carried(i), []
         for (caller, st, k) in sites:
             args = self._call_args(caller.file, k) or ()
@@ -233,7 +239,11 @@ class TornObjects:
                     if cc == []:
                         continue        # only the torn-down object comes here
             got.append(((caller, st, k), cc))
-        return self._compose(fn, got)
+        out = self._compose(fn, got)
+        if out is not None and (fn.name in self.addr_taken or fn.name in self.macro_used):
+            # also called through a pointer or a macro: from anywhere
+            out = sorted(set(out) | set(own), key=sorted)
+        return out
 
     def _compose(self, fn, got):
         """fn's entry locksets through the call sites of got, each with the
