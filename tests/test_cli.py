@@ -182,6 +182,12 @@ class CliErrors(unittest.TestCase):
                  "thread_lifetimes t: thread and stop must be function names"),
                 ('{"thread_lifetimes": [{"thread": "t", "reason": "r"}]}',
                  "thread_lifetimes entry without 'stop'"),
+                ('{"teardown_contexts": [{"entry": "w", "object": {"function": "f", "arg": "1"}, '
+                 '"reached_by": [], "reason": "r"}]}',
+                 "teardown_contexts w: 'entry' is a function, 'object' {function, arg"),
+                ('{"teardown_contexts": [{"entry": "w", "object": {"function": "f", "arg": 1}, '
+                 '"reached_by": "g", "reason": "r"}]}',
+                 "'reached_by' must be a list of function names"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "implies": {"true": []}}]}',
                  "implies must map set or null"),
                 ('{"guards": [{"call": "f", "reason": "r", "implies": {"true": '

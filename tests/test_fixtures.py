@@ -1555,3 +1555,56 @@ class ThreadLifetimes(unittest.TestCase):
                                        "reason": "r"}]}))
         self.assertNotIn("\n", str(cm.exception))
         self.assertIn("thread_lifetimes guard_thread", str(cm.exception))
+
+
+class TeardownContexts(unittest.TestCase):
+    def _flagged(self, A):
+        return sorted((a.line, a.fn, a.field) for a in A.accesses
+                      if a.action != "none" and a.field in ("format", "nextents"))
+
+    def test_without_the_fact_the_live_accesses_race(self):
+        """Fixture teardown_context without its 'teardown_contexts' entry:
+        obj_getattr()'s locked load of format pairs with the worker's
+        unlocked zap_fork() again (and so the locked stores of format
+        want WRITE_ONCE()), and obj_inactivate()'s unlocked load of
+        nextents with obj_add_extent()'s locked update."""
+        def untold(P):
+            P.teardown_contexts = []
+        got = {}
+        for tweak in (None, untold):
+            got[tweak is None] = self._flagged(
+                analyse_fixture(FIXTURES / "teardown_context", tweak=tweak))
+        self.assertEqual(got[True], [(43, "zap_fork", "format"), (90, "flush_one", "format")])
+        self.assertEqual(got[False], [(43, "zap_fork", "format"), (63, "obj_inactivate", "nextents"),
+                                      (90, "flush_one", "format"), (124, "obj_getattr", "format"),
+                                      (132, "obj_add_extent", "nextents"),
+                                      (140, "obj_set_format", "format"),
+                                      (148, "obj_convert", "format")])
+
+    def test_a_path_left_out_of_reached_by_is_hidden(self):
+        """The flusher, which still reaches a torn-down object, is what
+        keeps the worker's zap_fork() paired: left out of 'reached_by',
+        its load is taken for a live object's (why every such path must
+        be declared)."""
+        def unreached(P):
+            P.teardown_contexts = [dict(P.teardown_contexts[0], reached_by=[])]
+        A = analyse_fixture(FIXTURES / "teardown_context", tweak=unreached)
+        self.assertEqual(self._flagged(A), [])
+
+    def test_another_caller_of_the_object_function(self):
+        """A call of obj_inactivate() from another function than the
+        declared entry: the object it is handed may be live, so the fact
+        gives nothing."""
+        A, _ = analyse_edited(self, "teardown_context", "torn.c",
+                              "\tINIT_WORK(&gc->work, gc_worker);\n",
+                              "\tINIT_WORK(&gc->work, gc_worker);\n\tobj_inactivate(gc, gc->objs);\n")
+        self.assertIn((125, "obj_getattr", "format"), self._flagged(A))
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "teardown_context", policies=json.dumps(
+                {"teardown_contexts": [{"entry": "gc_worker", "object": {"function": "f"},
+                                        "reached_by": [], "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("teardown_contexts gc_worker", str(cm.exception))

@@ -73,6 +73,7 @@ from .scan import SourceScan
 from .source import Access, Source, STORE_MACROS
 from .syntax import Syntax
 from .threads import Threads
+from .torn import TornObjects
 from .twostep import TwoStep
 from .unpublished import Unpublished
 from .values import FieldValues
@@ -85,7 +86,7 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs,
                MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
                Owners, FieldValues, Exclusions, Protection, Races, Waits, Drains, Verdicts, Contexts,
-               Variants, Instances, Threads, Lending, Pairs, DoubleFetch, TwoStep, DiagFlow):
+               Variants, Instances, Threads, TornObjects, Lending, Pairs, DoubleFetch, TwoStep, DiagFlow):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")

@@ -274,7 +274,7 @@ class Pairs:
             return "teardown"
         if self._pair_excluded(b, a):
             return "locks"
-        if self._owned_apart(a, b):
+        if self._owned_apart(a, b) or self.torn_apart(a, b):
             return "teardown"
         return None
 

@@ -33,6 +33,7 @@ SCHEMA = {
     "state_assertions": list, "variants": list, "work_items": list, "default_target": str, "seed": str,
     "replaces": list, "initialisers": list, "data_locks": list, "output_calls": list,
     "unlink_waits": list, "drains": list, "owned_structs": list, "thread_lifetimes": list,
+    "teardown_contexts": list,
 }
 
 
@@ -82,6 +83,7 @@ class Policies:
         self.unlinkers = set()
         self.unlink_waits = {}      # wait -> argument: a member of a stack struct another task unlinks
         self.thread_lifetimes = []  # {thread, stop, reason}: one thread per object, started when none runs
+        self.teardown_contexts = []  # {entry, object: {function, arg}, reached_by, reason}
         self.link_removers = set()  # list_del() and friends: a link taken apart
         self.link_tests = set()     # list_empty() and friends: a link only looked at
         self.sync_callers = set()
@@ -583,6 +585,20 @@ def _thread_lifetimes(P, f, entries):
         P.thread_lifetimes.append(c)
 
 
+def _teardown_contexts(P, f, entries):
+    for c in entries:
+        _need(f, c, ("entry", "object", "reached_by", "reason"), "teardown_contexts")
+        o = c["object"]
+        if not (isinstance(c["entry"], str) and c["entry"].isidentifier() and
+                isinstance(o, dict) and set(o) == {"function", "arg"} and
+                isinstance(o["function"], str) and o["function"].isidentifier() and
+                isinstance(o["arg"], int) and not isinstance(o["arg"], bool) and o["arg"] >= 0):
+            raise _err(f, "teardown_contexts %s: 'entry' is a function, 'object' "
+                       "{function, arg: a parameter's index}", c["entry"])
+        _names(f, c, "reached_by", "teardown_contexts %s" % c["entry"], nonempty=False)
+        P.teardown_contexts.append(c)
+
+
 def _variants(P, f, entries):
     for c in entries:
         _need(f, c, ("field", "reason"), "variants")
@@ -666,6 +682,7 @@ _LOADERS = {
     "work_items": _work_items,
     "unlink_waits": _unlink_waits,
     "thread_lifetimes": _thread_lifetimes,
+    "teardown_contexts": _teardown_contexts,
     "instances": _instances,
     "pseudo_locks": _pseudo_locks,
     "container_accessors": _container_accessors,
