@@ -111,8 +111,14 @@ class Detach:
         # a call to a function that detaches the object it is passed
         # (foo_delete_head(): rb_erase_cached() of the head's only
         # link under the locks it asserts) detaches the argument here
+        self._detachers()
+        # the names of the detachers known so far (_detachers() may be
+        # filling its table and be asking this): a call by another name
+        # reaches none
+        known = self._detachnames
         for k in range(lo + 1, hi - 2):
-            if toks[k].kind != "id" or toks[k + 1].text != "(" or toks[k - 1].text in (".", "->"):
+            if toks[k].text not in known or toks[k].kind != "id" or toks[k + 1].text != "(" or \
+                    toks[k - 1].text in (".", "->"):
                 continue
             targets = self._callee(fn, toks[k].text)
             if not targets or toks[k].text in self.addr_taken:
@@ -384,6 +390,7 @@ class Detach:
         if c is not None:
             return c
         c = self._detachcache = {}
+        self._detachnames = set()
         for key, fn in self.src.funcs.items():
             names = self.params(fn)
             if not names or not any(self.P.unlinkers & set(
@@ -394,6 +401,7 @@ class Detach:
                    and not self._reassigned(fn, p)}
             if idx:
                 c[key] = idx
+                self._detachnames.add(fn.name)
         return c
 
     _ENTRY_ADD = ("list_add", "list_add_tail", "list_move", "list_move_tail", "list_add_rcu",

@@ -69,7 +69,7 @@ def write_groups(tree, files, path):
     """The files for spatch --file-groups, one per group, largest first:
     the workers of --jobs take them in that order, so the pass does not
     end with one worker on a large file while the other has nothing
-    left (with --dir's order the two workers of fs/btrfs finished 0.7 s
+    left (with --dir's order the two workers of the first target finished 0.7 s
     apart, with this one within 10 ms; the same facts)."""
     sized = sorted(files, key=lambda f: (-os.path.getsize(os.path.join(tree, f)), f))
     with open(path, "w") as out:
