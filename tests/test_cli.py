@@ -182,6 +182,10 @@ class CliErrors(unittest.TestCase):
                  "thread_lifetimes t: thread and stop must be function names"),
                 ('{"thread_lifetimes": [{"thread": "t", "reason": "r"}]}',
                  "thread_lifetimes entry without 'stop'"),
+                ('{"init_time_flags": [{"field": "s.f", "bit": 2, "reason": "r"}]}',
+                 "init_time_flags s.f: 'field' must be struct.field and 'bit' a flag name"),
+                ('{"init_time_flags": [{"field": "s.f", "reason": "r"}]}',
+                 "init_time_flags entry without 'bit'"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "implies": {"true": []}}]}',
                  "implies must map set or null"),
                 ('{"guards": [{"call": "f", "reason": "r", "implies": {"true": '

@@ -1460,6 +1460,49 @@ class ManyContexts(unittest.TestCase):
         self.assertEqual(self._verdicts(A)["read_ctl"], ("READ_ONCE", "unlocked-read"))
 
 
+class InitFlags(unittest.TestCase):
+    def _flagged(self, A):
+        return sorted((a.line, a.fn, a.field) for a in A.accesses
+                      if a.action != "none" and a.field in ("flags", "free", "used"))
+
+    def test_without_the_fact_the_init_branches_race(self):
+        """Fixture init_flag without its 'init_time_flags' entry: isb_mark()'s
+        locked store of flags, reached only from the branch that found
+        ISB_REPLAY set, and the stores of free made where it is set, pair
+        with isb_stat()'s loads again."""
+        def untold(P):
+            P.init_time_flags = []
+        got = {}
+        for tweak in (None, untold):
+            got[tweak is None] = self._flagged(
+                analyse_fixture(FIXTURES / "init_flag", tweak=tweak))
+        self.assertEqual(got[True], [(43, "isb_use", "used"), (78, "isb_stat", "used")])
+        self.assertEqual(got[False], [(36, "isb_mark", "flags"), (43, "isb_use", "used"),
+                                      (58, "isb_alloc", "free"), (71, "isb_free", "free"),
+                                      (78, "isb_stat", "flags"), (78, "isb_stat", "free"),
+                                      (78, "isb_stat", "used")])
+
+    def test_a_live_store_of_the_bit_voids_the_fact(self):
+        """A store outside init that may set the bit (isb_error() setting
+        it with its own) leaves the code not bearing the entry out: the
+        branches race again."""
+        A, _ = analyse_edited(self, "init_flag", "replay.c", "\ts->state |= ISB_ERROR;\n",
+                              "\ts->state |= ISB_ERROR | ISB_REPLAY;\n")
+        self.assertIn((36, "isb_mark", "flags"), self._flagged(A))
+        self.assertIn((58, "isb_alloc", "free"), self._flagged(A))
+        A, _ = analyse_edited(self, "init_flag", "replay.c", "\ts->state = disk & ~ISB_REPLAY;\n",
+                              "\ts->state = disk;\n")
+        self.assertIn((71, "isb_free", "free"), self._flagged(A))
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "init_flag", policies=json.dumps(
+                {"init_time_flags": [{"field": "isb.state", "bit": ["ISB_REPLAY"], "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("init_time_flags isb.state", str(cm.exception))
+
+
 class ThreadLifetimes(unittest.TestCase):
     def _flagged(self, A):
         return sorted((a.line, a.fn, a.field) for a in A.accesses

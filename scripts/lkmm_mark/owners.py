@@ -279,9 +279,13 @@ class Owners:
         return out
 
     def lifecycle_functions(self):
-        """Declared init/teardown functions, and functions only they call."""
-        return self._only_called_from(
-            {k for k, fn in self.src.funcs.items() if self.P.is_lifecycle(fn.name)})
+        """Declared init/teardown functions, and functions only they call
+        or the init branches of policies/ 'init_time_flags' call (initflags.py)."""
+        life = self.__dict__.get("_lifefns")
+        if life is None:
+            life = self._lifefns = self.with_init_branches(self._only_called_from(
+                {k for k, fn in self.src.funcs.items() if self.P.is_lifecycle(fn.name)}))
+        return life
 
     def _only_called_from(self, keys, also=frozenset(), skip=frozenset()):
         """keys and, to a fixed point, every function whose live call sites
