@@ -1460,6 +1460,29 @@ class ManyContexts(unittest.TestCase):
         self.assertEqual(self._verdicts(A)["read_ctl"], ("READ_ONCE", "unlocked-read"))
 
 
+class MadeNewInode(unittest.TestCase):
+    def _flagged(self, A):
+        return sorted((a.line, a.fn) for a in A.accesses
+                      if a.action != "none" and a.field == "z_size" and a.fn in
+                      ("zinit_dir", "zmkdir", "zmknod"))
+
+    def test_a_maker_that_publishes_first_opens_no_window(self):
+        """Fixture made_new_inode with zmake() unlocking the inode before
+        it returns it: no longer a maker, so zmkdir()'s store in what was
+        the window, and zinit_dir()'s, are shared again."""
+        A, _ = analyse_edited(self, "made_new_inode", "zinode.c", "\tret = inode;\n",
+                              "\tunlock_new_inode(inode);\n\tret = inode;\n")
+        self.assertEqual(self._flagged(A), [(61, "zinit_dir"), (74, "zmkdir"),
+                                            (77, "zmkdir"), (89, "zmknod")])
+
+    def test_a_call_handed_the_address_ends_the_window(self):
+        """The store moved after zadd(dir, &inode), which may publish the
+        inode, is shared."""
+        A, _ = analyse_edited(self, "made_new_inode", "zinode.c", "\tzinit_dir(inode);\n",
+                              "\terr = zadd(dir, &inode);\n\tzinit_dir(inode);\n")
+        self.assertIn((60, "zinit_dir"), self._flagged(A))
+
+
 class InitFlags(unittest.TestCase):
     def _flagged(self, A):
         return sorted((a.line, a.fn, a.field) for a in A.accesses
