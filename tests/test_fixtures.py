@@ -1483,6 +1483,20 @@ class MadeNewInode(unittest.TestCase):
         self.assertIn((60, "zinit_dir"), self._flagged(A))
 
 
+class OwnerMacro(unittest.TestCase):
+    def test_a_macro_not_one_call_hides_the_callers(self):
+        """Fixture owner_macro with bdump() not one call of __bdump() in
+        one configuration: __bdump()'s callers are unknown, so its load of
+        stamp is no owner's and pairs with bthread()'s store."""
+        A, _ = analyse_edited(self, "owner_macro", "bowner.c",
+                              '#define bdump(b, msg)\t__bdump((b), "", "")\n',
+                              '#define bdump(b, msg)\tdo { __bdump((b), "", ""); } while (0)\n')
+        got = sorted((a.line, a.fn, a.rule) for a in A.accesses
+                     if a.field == "stamp" and a.action != "none")
+        self.assertEqual(got, [(30, "__bdump", "diagnostic-read"),
+                               (43, "bthread", "unlocked-write")])
+
+
 class InitFlags(unittest.TestCase):
     def _flagged(self, A):
         return sorted((a.line, a.fn, a.field) for a in A.accesses

@@ -18,7 +18,10 @@ hides the races of that field's loads.
 """
 import collections
 
+from . import csrc
+from .scan import _pasted
 from .source import STORE_MACROS, _short
+from .unpublished import _call_macros
 from .tokutil import _root, _stmt_end
 
 
@@ -310,7 +313,9 @@ class Owners:
     def _call_keys(self):
         """(callers, callees): function key -> the keys of the functions
         that call it, other than itself (None for one whose address is
-        taken or that a macro body names), and function key -> the keys of
+        taken or that a macro body names, but for the calls of a macro
+        that is one call of it: _macro_call_sites()), and function key ->
+        the keys of
         those it calls (remembered: the call graph is complete here)."""
         c = self.__dict__.get("_callkeys")
         if c is None:
@@ -319,9 +324,36 @@ class Owners:
                 sites = [(s[0].file, s[0].name) for s in self.sites_of(fn) if s[0] is not fn]
                 for ck in sites:
                     callees[ck].add(key)
-                callers[key] = None if fn.name in self.addr_taken or \
-                    fn.name in self.macro_used else tuple(sites)
+                msites = self._macro_call_sites(fn.name) if fn.name in self.macro_used else []
+                for ck in msites or ():
+                    callees[ck].add(key)
+                callers[key] = None if fn.name in self.addr_taken or msites is None \
+                    else tuple(sites + msites)
             c = self._callkeys = (callers, callees)
+        return c
+
+    def _macro_call_sites(self, name):
+        """The keys of the functions that call name through the macros
+        that name it, when every definition of each is one call of name
+        ('#define foo(a, m) __foo((a), __func__, (m))', in any
+        configuration) and no macro body names those macros; else None
+        (a caller hidden in a macro, or a name pasted together)."""
+        defs = _call_macros(self.src)
+        naming = {m for m, _, ids in defs if name in ids}
+        if not naming or any(c != name for m, c, _ in defs if m in naming) or \
+                any(naming & ids for _, _, ids in defs) or \
+                any(name.startswith(x) or name.endswith(x) for _, x in self._pasted_parts()):
+            return None
+        return [(s[0].file, s[0].name) for m in sorted(naming) for s in self.calls.get(m, ())]
+
+    def _pasted_parts(self):
+        """What macro bodies paste names from (scan.py _pasted())."""
+        c = self.__dict__.get("_pastedparts")
+        if c is None:
+            c = self._pastedparts = set()
+            for text in self.src.text.values():
+                for body in csrc.macro_bodies(text):
+                    c |= _pasted(body)
         return c
 
     # ------------------------------------------------ objects the task made

@@ -123,7 +123,7 @@ class Unpublished:
         for fn in self.src.funcs.values():
             if spec.get("set_by") and self._returns_new(fn, spec):
                 out[fn.name] = "%s() returns it with %s set" % (fn.name, spec["flag"])
-        for name, callee in _call_macros(self.src):
+        for name, callee, _ in _call_macros(self.src):
             if out.get(callee):
                 out.setdefault(name, "%s(), which %s" % (name, out[callee]))
             else:
@@ -501,9 +501,9 @@ _TESTS = ("==", "!=", "!", "&&", "||", "?")
 
 
 def _call_macros(src):
-    """[(macro, function)] for every function-like '#define' of src's
-    files, function the one call its body is ('f(...)' in any
-    parentheses), or None."""
+    """[(macro, function, names)] for every function-like '#define' of
+    src's files: function the one call its body is ('f(...)' in any
+    parentheses) or None, names the identifiers of its body."""
     memo = src.__dict__.get("_callmacros")
     if memo is not None:
         return memo
@@ -514,11 +514,12 @@ def _call_macros(src):
                          body.replace("\\\n", " "), re.S)
             if m is None:
                 continue
-            t = list(csrc.tokenize(m.group(3)))
+            t = list(csrc.tokenize(m.group(3).replace("#", " ")))
+            names = frozenset(x.text for x in t if x.kind == "id")
             while len(t) > 2 and t[0].text == "(" and csrc.match_paren(t, 0) == len(t) - 1:
                 t = t[1:-1]
             ok = len(t) > 2 and t[1].text == "(" and csrc.match_paren(t, 1) == len(t) - 1
-            memo.append((m.group(1), t[0].text if ok else None))
+            memo.append((m.group(1), t[0].text if ok else None, names))
     return memo
 
 
