@@ -113,6 +113,7 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, Fla
         self._unpubcache = {}           # unpublished.py
         self._zhcache = {}              # exclusions.py
         self.owner_read = {}            # owners.py
+        self.owner_quiet = set()
         self.ctx_locked = {}            # protection.py
         self.lost_ids = set()
         self.double_fetches = []        # doublefetch.py

@@ -9,7 +9,8 @@ init/teardown and the functions only they call).
 
 Reads .src, .accesses (with their exclusions), .calls (sites_of()),
 .addr_taken, .macro_used, .dead, .entry, .P (owners, lifecycle).  Sets
-.owned_params, .owner_read (id(access) -> reason), .owner_acc (the
+.owned_params, .owner_read (id(access) -> reason), .owner_quiet (the
+declared owners' loads, which race with no store), .owner_acc (the
 accesses an owner makes: races.py keeps two of them apart) and
 .declared_owners, and 'owner-only' exclusions; .made (made_params():
 the parameters and, through _made_locals(), the locals that hold an
@@ -87,6 +88,7 @@ class Owners:
         stay plain.  Only the owner's own reads are taken out; the stores
         and other tasks' reads are classified as usual."""
         self.owner_read = {}
+        self.owner_quiet = set()        # the declared owners' loads: race with no store
         self.owner_acc = {}
         self.declared_owners = self._declared_owners()
         byfield = collections.defaultdict(list)
@@ -175,12 +177,14 @@ class Owners:
             if not d or a.exclusion is not None or a.test or a.kind != "read":
                 continue
             if (a.file, a.fn) in d[1]:
+                self.owner_quiet.add(id(a))
                 self.owner_read[id(a)] = "read by the owner of %s.%s: %s()%s (%s)" % (
                     a.struct, a.field, a.fn, "" if a.fn in d[0]["functions"] else
                     ", which only the owner's functions call", d[0]["reason"])
                 continue
             lk = self._owner_or_locked(a, byfield.get((a.struct, a.field), []), d[1])
             if lk:
+                self.owner_quiet.add(id(a))
                 self.owner_read[id(a)] = "%s() is called by the owner of %s.%s or with %s " \
                     "held, which every store of the field holds: its loads race with no " \
                     "store (owner: %s)" % (a.fn, a.struct, a.field, lk, d[0]["reason"])
