@@ -188,6 +188,10 @@ class CliErrors(unittest.TestCase):
                 ('{"teardown_contexts": [{"entry": "w", "object": {"function": "f", "arg": 1}, '
                  '"reached_by": "g", "reason": "r"}]}',
                  "'reached_by' must be a list of function names"),
+                ('{"init_time_flags": [{"field": "s.f", "bit": 2, "reason": "r"}]}',
+                 "init_time_flags s.f: 'field' must be struct.field and 'bit' a flag name"),
+                ('{"init_time_flags": [{"field": "s.f", "reason": "r"}]}',
+                 "init_time_flags entry without 'bit'"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "implies": {"true": []}}]}',
                  "implies must map set or null"),
                 ('{"guards": [{"call": "f", "reason": "r", "implies": {"true": '

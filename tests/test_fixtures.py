@@ -1516,6 +1516,86 @@ class ManyContexts(unittest.TestCase):
         self.assertEqual(self._verdicts(A)["read_ctl"], ("READ_ONCE", "unlocked-read"))
 
 
+class MadeNewInode(unittest.TestCase):
+    def _flagged(self, A):
+        return sorted((a.line, a.fn) for a in A.accesses
+                      if a.action != "none" and a.field == "z_size" and a.fn in
+                      ("zinit_dir", "zmkdir", "zmknod"))
+
+    def test_a_maker_that_publishes_first_opens_no_window(self):
+        """Fixture made_new_inode with zmake() unlocking the inode before
+        it returns it: no longer a maker, so zmkdir()'s store in what was
+        the window, and zinit_dir()'s, are shared again."""
+        A, _ = analyse_edited(self, "made_new_inode", "zinode.c", "\tret = inode;\n",
+                              "\tunlock_new_inode(inode);\n\tret = inode;\n")
+        self.assertEqual(self._flagged(A), [(61, "zinit_dir"), (74, "zmkdir"),
+                                            (77, "zmkdir"), (89, "zmknod")])
+
+    def test_a_call_handed_the_address_ends_the_window(self):
+        """The store moved after zadd(dir, &inode), which may publish the
+        inode, is shared."""
+        A, _ = analyse_edited(self, "made_new_inode", "zinode.c", "\tzinit_dir(inode);\n",
+                              "\terr = zadd(dir, &inode);\n\tzinit_dir(inode);\n")
+        self.assertIn((60, "zinit_dir"), self._flagged(A))
+
+
+class OwnerMacro(unittest.TestCase):
+    def test_a_macro_not_one_call_hides_the_callers(self):
+        """Fixture owner_macro with bdump() not one call of __bdump() in
+        one configuration: __bdump()'s callers are unknown, so its load of
+        stamp is no owner's and pairs with bthread()'s store."""
+        A, _ = analyse_edited(self, "owner_macro", "bowner.c",
+                              '#define bdump(b, msg)\t__bdump((b), "", "")\n',
+                              '#define bdump(b, msg)\tdo { __bdump((b), "", ""); } while (0)\n')
+        got = sorted((a.line, a.fn, a.rule) for a in A.accesses
+                     if a.field == "stamp" and a.action != "none")
+        self.assertEqual(got, [(30, "__bdump", "diagnostic-read"),
+                               (43, "bthread", "unlocked-write")])
+
+
+class InitFlags(unittest.TestCase):
+    def _flagged(self, A):
+        return sorted((a.line, a.fn, a.field) for a in A.accesses
+                      if a.action != "none" and a.field in ("flags", "free", "used"))
+
+    def test_without_the_fact_the_init_branches_race(self):
+        """Fixture init_flag without its 'init_time_flags' entry: isb_mark()'s
+        locked store of flags, reached only from the branch that found
+        ISB_REPLAY set, and the stores of free made where it is set, pair
+        with isb_stat()'s loads again."""
+        def untold(P):
+            P.init_time_flags = []
+        got = {}
+        for tweak in (None, untold):
+            got[tweak is None] = self._flagged(
+                analyse_fixture(FIXTURES / "init_flag", tweak=tweak))
+        self.assertEqual(got[True], [(43, "isb_use", "used"), (78, "isb_stat", "used")])
+        self.assertEqual(got[False], [(36, "isb_mark", "flags"), (43, "isb_use", "used"),
+                                      (58, "isb_alloc", "free"), (71, "isb_free", "free"),
+                                      (78, "isb_stat", "flags"), (78, "isb_stat", "free"),
+                                      (78, "isb_stat", "used")])
+
+    def test_a_live_store_of_the_bit_voids_the_fact(self):
+        """A store outside init that may set the bit (isb_error() setting
+        it with its own) leaves the code not bearing the entry out: the
+        branches race again."""
+        A, _ = analyse_edited(self, "init_flag", "replay.c", "\ts->state |= ISB_ERROR;\n",
+                              "\ts->state |= ISB_ERROR | ISB_REPLAY;\n")
+        self.assertIn((36, "isb_mark", "flags"), self._flagged(A))
+        self.assertIn((58, "isb_alloc", "free"), self._flagged(A))
+        A, _ = analyse_edited(self, "init_flag", "replay.c", "\ts->state = disk & ~ISB_REPLAY;\n",
+                              "\ts->state = disk;\n")
+        self.assertIn((71, "isb_free", "free"), self._flagged(A))
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "init_flag", policies=json.dumps(
+                {"init_time_flags": [{"field": "isb.state", "bit": ["ISB_REPLAY"], "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("init_time_flags isb.state", str(cm.exception))
+
+
 class ThreadLifetimes(unittest.TestCase):
     def _flagged(self, A):
         return sorted((a.line, a.fn, a.field) for a in A.accesses

@@ -19,6 +19,7 @@ the ones before it set (each module's docstring says what it reads and sets):
                   locals and return values)
   private.py      objects private to a function, constructors
   owners.py       owner parameters, the owner's reads, life cycles
+                  (initflags.py: the branches that run only during init)
   escapes.py      parameters and addresses that escape, private parameters
   callers.py      the locks held on entry and in each calling context,
                   the locks each access holds, execution contexts
@@ -58,6 +59,7 @@ from .exclusions import Exclusions
 from .flagargs import FlagArgs
 from .memberflags import MemberFlags
 from .handback import HandBack
+from .initflags import InitFlags
 from .instances import Instances
 from .lending import Lending
 from .lockmodes import declare_covers, declare_exclusions
@@ -85,8 +87,9 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs,
                MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
-               Owners, FieldValues, Exclusions, Protection, Races, Waits, Drains, Verdicts, Contexts,
-               Variants, Instances, Threads, TornObjects, Lending, Pairs, DoubleFetch, TwoStep, DiagFlow):
+               Owners, InitFlags, FieldValues, Exclusions, Protection, Races, Waits, Drains,
+               Verdicts, Contexts, Variants, Instances, Threads, TornObjects, Lending, Pairs,
+               DoubleFetch, TwoStep, DiagFlow):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")
@@ -111,6 +114,7 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, Fla
         self._unpubcache = {}           # unpublished.py
         self._zhcache = {}              # exclusions.py
         self.owner_read = {}            # owners.py
+        self.owner_quiet = set()
         self.ctx_locked = {}            # protection.py
         self.lost_ids = set()
         self.double_fetches = []        # doublefetch.py

@@ -282,8 +282,10 @@ class Contexts:
         # a call from init or teardown (exclusions.py: the life-cycle
         # functions) is a context in which nothing else runs: it races
         # with no other, so it adds no lockset the others must exclude
-        life = getattr(self, "life", ())
-        sites = [x for x in sites if (x[0].file, x[0].name) not in life] or sites
+        # (a call in an init branch too: initflags.py)
+        life, init = getattr(self, "life", ()), getattr(self, "init_sites", ())
+        sites = [x for x in sites if (x[0].file, x[0].name) not in life and
+                 (x[0].file, x[2]) not in init] or sites
         if not sites:
             return None
         if not drop:

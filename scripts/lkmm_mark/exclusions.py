@@ -103,7 +103,13 @@ class Exclusions:
         if (a.file, a.fn) in life:
             return ("lifecycle", "%s() is an init/teardown function%s" % (
                 a.fn, "" if self.P.is_lifecycle(a.fn) else
-                " (only called from init/teardown functions)"))
+                " (only called from init/teardown functions)" if (a.file, a.fn) not in
+                self.init_fns else " (only called during init, from init functions or "
+                "branches where a flag only init sets is set)"))
+        e = self.in_init_branch(a.file, a.tok) if a.tok is not None else None
+        if e is not None:
+            return ("lifecycle", "%s() makes it only during init, where %s has %s set: %s" % (
+                a.fn, e["field"], e["bit"], e["reason"]))
         key = (a.file, a.fn)
         if key in self.dead:
             return ("dead-code", self.dead[key])

@@ -40,6 +40,7 @@ NAMES = {
     "state_assertions": [("call", "id")], "work_items": [("call", "id")],
     "unlink_waits": [("call", "id")], "thread_lifetimes": [("thread", "id"), ("stop", "id")],
     "teardown_contexts": [("entry", "id"), ("object.function", "id"), ("reached_by", "id")],
+    "init_time_flags": [("field", "field"), ("bit", "id")],
     "variants": [("field", "field"), ("lookups.0.call", "id"), ("lookups.1.call", "id"),
                  ("bit", "id"), ("made_lists.0.list", "field"), ("made_lists.0.call", "id"),
                  ("made_lists.1.list", "field"), ("made_lists.1.call", "id")],

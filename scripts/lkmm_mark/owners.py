@@ -9,7 +9,8 @@ init/teardown and the functions only they call).
 
 Reads .src, .accesses (with their exclusions), .calls (sites_of()),
 .addr_taken, .macro_used, .dead, .entry, .P (owners, lifecycle).  Sets
-.owned_params, .owner_read (id(access) -> reason), .owner_acc (the
+.owned_params, .owner_read (id(access) -> reason), .owner_quiet (the
+declared owners' loads, which race with no store), .owner_acc (the
 accesses an owner makes: races.py keeps two of them apart) and
 .declared_owners, and 'owner-only' exclusions; .made (made_params():
 the parameters and, through _made_locals(), the locals that hold an
@@ -18,7 +19,10 @@ hides the races of that field's loads.
 """
 import collections
 
+from . import csrc
+from .scan import _pasted
 from .source import STORE_MACROS, _short
+from .unpublished import _call_macros
 from .tokutil import _root, _stmt_end
 
 
@@ -84,6 +88,7 @@ class Owners:
         stay plain.  Only the owner's own reads are taken out; the stores
         and other tasks' reads are classified as usual."""
         self.owner_read = {}
+        self.owner_quiet = set()        # the declared owners' loads: race with no store
         self.owner_acc = {}
         self.declared_owners = self._declared_owners()
         byfield = collections.defaultdict(list)
@@ -172,12 +177,14 @@ class Owners:
             if not d or a.exclusion is not None or a.test or a.kind != "read":
                 continue
             if (a.file, a.fn) in d[1]:
+                self.owner_quiet.add(id(a))
                 self.owner_read[id(a)] = "read by the owner of %s.%s: %s()%s (%s)" % (
                     a.struct, a.field, a.fn, "" if a.fn in d[0]["functions"] else
                     ", which only the owner's functions call", d[0]["reason"])
                 continue
             lk = self._owner_or_locked(a, byfield.get((a.struct, a.field), []), d[1])
             if lk:
+                self.owner_quiet.add(id(a))
                 self.owner_read[id(a)] = "%s() is called by the owner of %s.%s or with %s " \
                     "held, which every store of the field holds: its loads race with no " \
                     "store (owner: %s)" % (a.fn, a.struct, a.field, lk, d[0]["reason"])
@@ -279,9 +286,13 @@ class Owners:
         return out
 
     def lifecycle_functions(self):
-        """Declared init/teardown functions, and functions only they call."""
-        return self._only_called_from(
-            {k for k, fn in self.src.funcs.items() if self.P.is_lifecycle(fn.name)})
+        """Declared init/teardown functions, and functions only they call
+        or the init branches of policies/ 'init_time_flags' call (initflags.py)."""
+        life = self.__dict__.get("_lifefns")
+        if life is None:
+            life = self._lifefns = self.with_init_branches(self._only_called_from(
+                {k for k, fn in self.src.funcs.items() if self.P.is_lifecycle(fn.name)}))
+        return life
 
     def _only_called_from(self, keys, also=frozenset(), skip=frozenset()):
         """keys and, to a fixed point, every function whose live call sites
@@ -306,7 +317,9 @@ class Owners:
     def _call_keys(self):
         """(callers, callees): function key -> the keys of the functions
         that call it, other than itself (None for one whose address is
-        taken or that a macro body names), and function key -> the keys of
+        taken or that a macro body names, but for the calls of a macro
+        that is one call of it: _macro_call_sites()), and function key ->
+        the keys of
         those it calls (remembered: the call graph is complete here)."""
         c = self.__dict__.get("_callkeys")
         if c is None:
@@ -315,9 +328,36 @@ class Owners:
                 sites = [(s[0].file, s[0].name) for s in self.sites_of(fn) if s[0] is not fn]
                 for ck in sites:
                     callees[ck].add(key)
-                callers[key] = None if fn.name in self.addr_taken or \
-                    fn.name in self.macro_used else tuple(sites)
+                msites = self._macro_call_sites(fn.name) if fn.name in self.macro_used else []
+                for ck in msites or ():
+                    callees[ck].add(key)
+                callers[key] = None if fn.name in self.addr_taken or msites is None \
+                    else tuple(sites + msites)
             c = self._callkeys = (callers, callees)
+        return c
+
+    def _macro_call_sites(self, name):
+        """The keys of the functions that call name through the macros
+        that name it, when every definition of each is one call of name
+        ('#define foo(a, m) __foo((a), __func__, (m))', in any
+        configuration) and no macro body names those macros; else None
+        (a caller hidden in a macro, or a name pasted together)."""
+        defs = _call_macros(self.src)
+        naming = {m for m, _, ids in defs if name in ids}
+        if not naming or any(c != name for m, c, _ in defs if m in naming) or \
+                any(naming & ids for _, _, ids in defs) or \
+                any(name.startswith(x) or name.endswith(x) for _, x in self._pasted_parts()):
+            return None
+        return [(s[0].file, s[0].name) for m in sorted(naming) for s in self.calls.get(m, ())]
+
+    def _pasted_parts(self):
+        """What macro bodies paste names from (scan.py _pasted())."""
+        c = self.__dict__.get("_pastedparts")
+        if c is None:
+            c = self._pastedparts = set()
+            for text in self.src.text.values():
+                for body in csrc.macro_bodies(text):
+                    c |= _pasted(body)
         return c
 
     # ------------------------------------------------ objects the task made

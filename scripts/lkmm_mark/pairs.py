@@ -22,8 +22,8 @@ one is 'lockset-only': its action becomes none (rule lockset-only, the
 mark the lockset asked for kept as its candidate), reported apart and
 left out of the series.
 
-Reads the verdicts (verdicts.py), .accesses, .owner_acc, .lost_ids,
-.constructors, .P.allocators.  Sets each marked access's .tier, .pair,
+Reads the verdicts (verdicts.py), .accesses, .owner_acc, .owner_quiet,
+.lost_ids, .constructors, .P.allocators.  Sets each marked access's .tier, .pair,
 .contexts, and rewrites its .reason (the lockset reason is kept in
 .lockset_reason; a lockset-only site's mark and rule in .candidate and
 .lockset_rule); .pair_idx, the accesses that may be counterparts, by
@@ -262,6 +262,8 @@ class Pairs:
         'instance'), or None."""
         if id(a) in self.owner_acc and id(b) in self.owner_acc:
             return "owner"
+        if id(a) in self.owner_quiet or id(b) in self.owner_quiet:
+            return "owner"              # a declared owner's load races with no store (owners.py)
         if self._phase_apart(b, a) is not None:
             return "order"
         if self.other_instance(a, b):

@@ -34,6 +34,7 @@ SCHEMA = {
     "replaces": list, "initialisers": list, "data_locks": list, "output_calls": list,
     "unlink_waits": list, "drains": list, "owned_structs": list, "thread_lifetimes": list,
     "teardown_contexts": list,
+    "init_time_flags": list,
 }
 
 
@@ -82,6 +83,7 @@ class Policies:
         self.publishers = {}       # function -> index of the argument it links in
         self.unlinkers = set()
         self.unlink_waits = {}      # wait -> argument: a member of a stack struct another task unlinks
+        self.init_time_flags = []       # {field, bit, reason}: a flag bit only init sets
         self.thread_lifetimes = []  # {thread, stop, reason}: one thread per object, started when none runs
         self.teardown_contexts = []  # {entry, object: {function, arg}, reached_by, reason}
         self.link_removers = set()  # list_del() and friends: a link taken apart
@@ -599,6 +601,16 @@ def _teardown_contexts(P, f, entries):
         P.teardown_contexts.append(c)
 
 
+def _init_time_flags(P, f, entries):
+    for c in entries:
+        _need(f, c, ("field", "bit", "reason"), "init_time_flags")
+        if not isinstance(c["field"], str) or c["field"].count(".") != 1 or \
+                not isinstance(c["bit"], str) or not c["bit"].isidentifier():
+            raise _err(f, "init_time_flags %s: 'field' must be struct.field and 'bit' a flag name",
+                       c["field"])
+        P.init_time_flags.append(c)
+
+
 def _variants(P, f, entries):
     for c in entries:
         _need(f, c, ("field", "reason"), "variants")
@@ -683,6 +695,7 @@ _LOADERS = {
     "unlink_waits": _unlink_waits,
     "thread_lifetimes": _thread_lifetimes,
     "teardown_contexts": _teardown_contexts,
+    "init_time_flags": _init_time_flags,
     "instances": _instances,
     "pseudo_locks": _pseudo_locks,
     "container_accessors": _container_accessors,
