@@ -72,21 +72,38 @@ class CallGraph:
         self._sites = {}                               # sites_of() cache, reset with calls
         self._want = {}
         # an 'if' whose body is one assertion: its condition is diagnostic
-        guarded = self._guarded = set(self.P.assertions) | {
-            n for n, spec in self.P.lockfns.items() if _asserts(spec)}
+        self._guarded = self.guarded_calls()
+        if not self.__dict__.get("call_contexts"):
+            self.call_contexts = {}
+        pre = self.call_contexts
         for key, fn in self.src.funcs.items():
-            f = fn.file
-            toks = self.src.toks[f]
             want = self._want[key] = {a.tok for a in by_func.get(key, ())}
             res = self._flow(fn, want, State())
             self.flows[key] = res
-            ctx = call_context(toks, fn.body_start, fn.body_end + 1, self.P.output_calls,
-                               guarded)
+            ctx = pre.get(key)
+            if ctx is None:
+                ctx = self.call_contexts[key] = self.function_call_context(fn)
             for a in by_func.get(key, ()):
                 a.ctx = ctx.get(a.tok, ())
             for (k, callee, st) in res.calls:
                 self.calls[callee].append((fn, st, k))
         self._check_remembered(by_func)
+
+    def guarded_calls(self):
+        """The calls an 'if' whose body is one of them makes a diagnostic
+        condition: the assertions (policies only)."""
+        return set(self.P.assertions) | {
+            n for n, spec in self.P.lockfns.items() if _asserts(spec)}
+
+    def function_call_context(self, fn):
+        """callctx.call_context() of fn's body (the sources and the policies
+        only: commands.analyse() has it computed while spatch runs)."""
+        return call_context(self.src.toks[fn.file], fn.body_start, fn.body_end + 1,
+                            self.P.output_calls, self.guarded_calls())
+
+    def all_call_contexts(self):
+        """function key -> function_call_context(), for every function."""
+        return {key: self.function_call_context(fn) for key, fn in self.src.funcs.items()}
 
     def _check_remembered(self, by_func):
         """A configuration a field remembers (guards.py) holds only if its

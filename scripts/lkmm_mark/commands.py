@@ -66,6 +66,11 @@ def _analyse(args, tree=None, check_tree=True):
                 scan = pre.source_scan()
                 box["scan"] = lambda: scan
                 pre.warm_source_caches()
+                # and what run_flow() and contexts.py ask of the sources
+                # alone (callgraph.py function_call_context(),
+                # contexts.py entry_points())
+                box["ctx"] = pre.all_call_contexts()
+                box["entries"] = pre.entry_points()
         except BaseException as e:      # re-raised in the caller
             box["err"] = e
 
@@ -83,6 +88,8 @@ def _analyse(args, tree=None, check_tree=True):
     src = box["src"]
     stale = box["stale"]
     A = Analysis(str(tree), args.target, recs, P, files, src=src)
+    if "ctx" in box:
+        A.call_contexts, A._entries = box["ctx"], box["entries"]
     A.run(scan=box.get("scan") or _scan_beside(A))
     A.cached = cached
     A.stale_facts = stale

@@ -79,7 +79,7 @@ class DiagFlow:
 
     def _fctx(self, fn):
         key = (fn.file, fn.name)
-        c = self._dfctx.get(key)
+        c = self._dfctx.get(key) or self.call_contexts.get(key)
         if c is None:
             c = self._dfctx[key] = call_context(
                 self.src.toks[fn.file], fn.body_start, fn.body_end + 1, self.P.output_calls,
