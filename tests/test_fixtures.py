@@ -1688,3 +1688,28 @@ class TeardownContexts(unittest.TestCase):
                                         "reached_by": [], "reason": "r"}]}))
         self.assertNotIn("\n", str(cm.exception))
         self.assertIn("teardown_contexts gc_worker", str(cm.exception))
+
+
+class WorkSelf(unittest.TestCase):
+    """Fixture work_self edited so that the load of 'start' in
+    job_record() is also made on a job the work item does not own: it
+    pairs with the store again (workself.py is what kept it out)."""
+
+    def start_load(self, A):
+        return next((a.action, a.rule) for a in A.accesses
+                    if a.fn == "job_record" and a.field == "start" and a.kind == "read")
+
+    def test_unchanged(self):
+        A, _ = analyse_edited(self, "work_self", "work.c", "job_write(NULL, 0);",
+                              "job_write(NULL, 0);")
+        self.assertEqual(self.start_load(A), ("none", "lockset-only"))
+
+    def test_another_job(self):
+        A, _ = analyse_edited(self, "work_self", "work.c", "job_write(NULL, 0);",
+                              "job_write(job_lookup(), 0);")
+        self.assertEqual(self.start_load(A), ("READ_ONCE", "unlocked-read"))
+
+    def test_not_its_container(self):
+        A, _ = analyse_edited(self, "work_self", "work.c",
+                              "container_of(work, struct job, work);", "job_lookup();")
+        self.assertEqual(self.start_load(A), ("READ_ONCE", "unlocked-read"))

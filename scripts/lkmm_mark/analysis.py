@@ -81,6 +81,7 @@ from .unpublished import Unpublished
 from .values import FieldValues
 from .verdicts import Verdicts
 from .waits import Waits
+from .workself import WorkSelf
 
 __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
@@ -88,8 +89,8 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs,
                MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
                Owners, InitFlags, FieldValues, Exclusions, Protection, Races, Waits, Drains,
-               Verdicts, Contexts, Variants, Instances, Threads, TornObjects, Lending, Pairs,
-               DoubleFetch, TwoStep, DiagFlow):
+               Verdicts, Contexts, Variants, Instances, Threads, TornObjects, WorkSelf, Lending,
+               Pairs, DoubleFetch, TwoStep, DiagFlow):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree
         self.target = target.rstrip("/")

@@ -12,6 +12,8 @@ Each candidate pair is kept apart, and so not a race, when
 - a declared life-cycle order puts one before the other (races.py);
 - both are made by the task that owns the object (owners.py);
 - both are reached only from one kernel thread (contexts.py);
+- both are made through a work item's own object, in every pair of
+  their calling contexts no lock keeps apart (workself.py);
 - one is made before the start of the thread the other is reached only
   from, which runs once per object (threads.py not_started());
 - the access paths show two different objects (instances.py).
@@ -270,6 +272,8 @@ class Pairs:
             return "instance"
         if self.same_thread(a, b):
             return "thread"
+        if self.work_apart(a, b):
+            return "work"
         if self.not_started(a, b):
             return "started"
         if self.torn_down(a) or self.torn_down(b):
@@ -382,6 +386,7 @@ def _locks_text(a):
 _KEPT = {"locks": "a common lock or protocol", "order": "a declared life-cycle order",
          "owner": "the owning task", "thread": "one kernel thread",
          "instance": "another object", "teardown": "the object's teardown",
+         "work": "one work item on its own object",
          "started": "a thread not started yet (policies/ 'thread_lifetimes')"}
 
 

@@ -64,7 +64,7 @@ class Threads:
         c = self.__dict__.get("_workitems")
         if c is not None:
             return c
-        found = collections.defaultdict(set)
+        found, names = collections.defaultdict(set), collections.defaultdict(set)
         for spec in self.P.work_items:
             for (caller, _, k) in self.calls.get(spec["call"], ()):
                 args = self._call_args(caller.file, k) or []
@@ -76,10 +76,13 @@ class Threads:
                     continue
                 wa, wb = args[spec["work"]]
                 name = self.lock_name_of(caller.file, toks, wa, wb)
+                names[toks[fa].text].add(name)
                 found[toks[fa].text].add(name.split(".", 1)[0] if name and "." in name
                                          and not name.startswith("?") else None)
         c = self._workitems = {fn: next(iter(s)) for fn, s in found.items()
                                if len(s) == 1 and None not in s}
+        # the member each is registered on ('S.work'), for workself.py
+        self._workmembers = {fn: names[fn] for fn in c}
         return c
 
     def not_started(self, a, b):
