@@ -34,20 +34,18 @@ class Unpublished:
         lo, hi = fn.body_start, fn.body_end
         ids = self._ids(fn)
         for spec in self.P.new_flags:
-            if spec["flag"] not in ids and not any(c in ids for c in spec.get("set_by", ())):
+            if spec["flag"] not in ids and not any(c in ids for c in spec.get("set_by", ())) \
+                    and not any(c in ids for c in spec.get("handed_back_by", {})):
                 continue                    # fn never names the flag
             for k in range(lo + 1, hi - 8):
                 w = self._flag_if(toks, k, hi, spec) or self._flag_assert(toks, k, hi, spec) \
-                    or self._flag_set_by(toks, k, hi, spec)
+                    or self._flag_set_by(toks, k, hi, spec) or \
+                    self._flag_handed_back(fn, toks, k, hi, spec) or \
+                    self._flag_tested(toks, k, hi, spec)
                 if w is None:
                     continue
                 name, start, end = w
-                for j in range(start, end):
-                    if toks[j].text in spec["publish"] and toks[j + 1].text == "(":
-                        args = self._call_args(fn.file, j) or []
-                        if any(b - a2 == 1 and toks[a2].text == name for a2, b in args):
-                            end = j
-                            break
+                end = self._new_window_end(fn, toks, name, start, end, spec)
                 why = "new: %s is set in %s->%s%s (%s)" % (
                     spec["flag"], name, spec["member"],
                     " until %s()" % spec["publish"][0] if spec["publish"] else "",
@@ -65,6 +63,74 @@ class Unpublished:
                             _assignments(toks, j, end, name) == 0:
                         out.setdefault(toks[j].text, (max(j, start), end, why))
         return out
+
+    def in_new_window(self, a):
+        """Access a is made to an object its function holds in a window
+        of _new_windows() (a new object, its flag set)."""
+        if a.tok is None or a.func is None:
+            return False
+        win = {n: d for n, d in self._new_windows(a.func).items() if d[0] < a.tok < d[1]}
+        return bool(win) and self._private_root(a, win) is not None
+
+    def _new_window_end(self, fn, toks, name, start, end, spec):
+        """Where a new-object window from toks[start] to toks[end] ends: at
+        the call that publishes the object (its argument is exactly the
+        name), or at the first call after which other paths reach it
+        though the flag is still set (policies 'shared_after': a commit
+        that hands it to the log), whichever comes first."""
+        for j in range(start, end):
+            if toks[j + 1].text != "(" or toks[j - 1].text in (".", "->"):
+                continue
+            if toks[j].text in spec.get("shared_after", ()):
+                return j
+            if toks[j].text in spec["publish"]:
+                args = self._call_args(fn.file, j) or []
+                if any(b - a2 == 1 and toks[a2].text == name for a2, b in args):
+                    return j
+        return end
+
+    def _flag_handed_back(self, fn, toks, k, hi, spec):
+        """(name, from, to) of a call that hands back through its argument
+        n a new object with the flag set, 'make(a, b, &x);' (policies
+        'handed_back_by': {function: n}): to the end of fn or where fn
+        assigns x again.  Not in a loop."""
+        n = spec.get("handed_back_by", {}).get(toks[k].text)
+        if n is None or toks[k + 1].text != "(" or toks[k - 1].text in (".", "->"):
+            return None
+        args = self._call_args(fn.file, k) or []
+        if n >= len(args) or args[n][1] - args[n][0] != 2 or toks[args[n][0]].text != "&":
+            return None
+        x = toks[args[n][0] + 1].text
+        if toks[args[n][0] + 1].kind != "id" or _in_loop(toks, fn.body_start, k):
+            return None
+        start = csrc.match_paren(toks, k + 1)
+        end = next((j for j in range(start, hi) if toks[j].text == x and
+                    toks[j + 1].text == "=" and toks[j - 1].text not in (".", "->")), hi)
+        return x, start, end
+
+    @staticmethod
+    def _flag_tested(toks, k, hi, spec):
+        """(name, from, to) of 'if (T(x, FLAG)) stmt;' or 'if (T(x, FLAG) &&
+        ...) { ... }' at k, T a call that tests the flag (policies
+        'tested_by'): the branch taken when it is set.  Not with '||' in
+        the condition."""
+        if toks[k].text != "if" or toks[k + 1].text != "(" or \
+                toks[k + 2].text not in spec.get("tested_by", ()) or toks[k + 3].text != "(" \
+                or toks[k + 4].kind != "id" or toks[k + 5].text != "," or \
+                toks[k + 6].text != spec["flag"] or toks[k + 7].text != ")":
+            return None
+        close = csrc.match_paren(toks, k + 1)
+        if toks[k + 8].text not in (")", "&&") or \
+                any(toks[j].text == "||" for j in range(k + 8, close)):
+            return None
+        if toks[close + 1].text == "{":
+            return toks[k + 4].text, close + 1, csrc.match_paren(toks, close + 1)
+        if toks[close + 1].text in ("if", "for", "while", "do", "switch", ";"):
+            return None
+        end = close + 1
+        while end < hi and toks[end].text != ";":
+            end += 1
+        return toks[k + 4].text, close, end + 1
 
     @staticmethod
     def _flag_if(toks, k, hi, spec):
