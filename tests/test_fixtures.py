@@ -865,6 +865,59 @@ class NewInodeWindow(unittest.TestCase):
         self.assertIn("set_by", str(cm.exception))
 
 
+class NewHandedBack(unittest.TestCase):
+    def test_the_entry_is_what_keeps_the_new_node_private(self):
+        """Fixture new_handed_back without its 'new_object_flags' entry:
+        zsymlink()'s store and zsetup()'s load are flagged; without
+        'shared_after', the load after z_commit() is taken as private
+        too (the window runs on); without 'tested_by', zsetup() is
+        shared again."""
+        d = FIXTURES / "new_handed_back"
+
+        def rules(policies=None, tweak=None):
+            A = analyse_fixture(d, policies=policies, tweak=tweak)
+            return {(a.fn, a.line): a.rule for a in A.accesses if a.field == "z_size"}
+
+        def drop(key):
+            def tweak(P):
+                for spec in P.new_flags:
+                    spec[key] = {} if key == "handed_back_by" else []
+            return tweak
+        got = rules()
+        self.assertEqual((got[("zsymlink", 45)], got[("zsetup", 55)], got[("zsymlink", 48)]),
+                         ("private", "private", "unlocked-read"))
+        got = rules("{}")
+        self.assertEqual((got[("zsymlink", 45)], got[("zsetup", 55)]),
+                         ("locked-write", "unlocked-read"))
+        self.assertEqual(rules(tweak=drop("shared_after"))[("zsymlink", 48)], "private")
+        self.assertEqual(rules(tweak=drop("tested_by"))[("zsetup", 55)], "unlocked-read")
+        self.assertEqual(rules(tweak=drop("handed_back_by"))[("zsymlink", 45)], "locked-write")
+
+    def test_the_new_store_still_votes_for_its_lock(self):
+        """The private store holds z_lock: with it, z_lock is the lock of
+        most stores and zsize_reset() is an unlocked write; made without
+        the lock, the shared stores tie and nothing is the field's lock."""
+        A, _ = analyse_edited(self, "new_handed_back", "znode.c",
+                              "spin_lock(&zn->z_lock);\n\tzn->z_size = size;\n"
+                              "\tspin_unlock(&zn->z_lock);\n\tz_commit",
+                              "zn->z_size = size;\n\tz_commit")
+        got = {(a.fn, a.line): a.rule for a in A.accesses if a.field == "z_size"}
+        self.assertNotEqual(got[("zsize_reset", 75)], "unlocked-write")
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        for key, bad in (("handed_back_by", [{"function": "z_init_new"}]),
+                         ("handed_back_by", ["z_init_new"]), ("tested_by", "z_flags_test"),
+                         ("shared_after", [1])):
+            entry = {"member": "z_flags", "flag": "Z_NEW", "publish": [], "reason": "r",
+                     key: bad}
+            with self.assertRaises(UserError) as cm:
+                analyse_fixture(FIXTURES / "new_handed_back", policies=json.dumps(
+                    {"new_object_flags": [entry]}))
+            self.assertNotIn("\n", str(cm.exception))
+            self.assertIn(key, str(cm.exception))
+
+
 class DeclaredPhases(unittest.TestCase):
     def test_the_phase_is_what_keeps_the_finish_plain(self):
         """Fixture declared_phases without its policies/ 'phases' entry:

@@ -23,7 +23,8 @@ ANALYSIS = ["analysis", "source", "tokutil", "accesses", "syntax", "scan", "call
             "opsentry", "forksplit", "lockstate", "lockmodes", "lockconds", "callctx",
             "locks", "nullargs", "waits", "handback", "diagflow",
             "drains", "memberflags",
-            "threads", "lending", "torn", "initflags", "workself"]
+            "threads", "lending", "torn", "initflags", "workself",
+            "newobjects"]
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 

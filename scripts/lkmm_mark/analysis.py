@@ -78,6 +78,7 @@ from .threads import Threads
 from .torn import TornObjects
 from .twostep import TwoStep
 from .unpublished import Unpublished
+from .newobjects import NewObjects
 from .values import FieldValues
 from .verdicts import Verdicts
 from .waits import Waits
@@ -88,6 +89,7 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs,
                MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
+               NewObjects,
                Owners, InitFlags, FieldValues, Exclusions, Protection, Races, Waits, Drains,
                Verdicts, Contexts, Variants, Instances, Threads, TornObjects, WorkSelf, Lending,
                Pairs, DoubleFetch, TwoStep, DiagFlow):

@@ -22,7 +22,7 @@ import collections
 from . import csrc
 from .scan import _pasted
 from .source import STORE_MACROS, _short
-from .unpublished import _call_macros
+from .newobjects import _call_macros
 from .tokutil import _root, _stmt_end
 
 

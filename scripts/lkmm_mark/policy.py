@@ -551,7 +551,18 @@ def _new_object_flags(P, f, entries):
         sb = b.get("set_by", [])
         if not isinstance(sb, list) or not all(isinstance(x, str) and x for x in sb):
             raise _err(f, "new_object_flags %s: set_by must be a list of functions", b["flag"])
-        P.new_flags.append(b)
+        for key in ("shared_after", "tested_by"):
+            sa = b.get(key, [])
+            if not isinstance(sa, list) or not all(isinstance(x, str) and x for x in sa):
+                raise _err(f, "new_object_flags %s: %s must be a list of functions",
+                           b["flag"], key)
+        hb = b.get("handed_back_by", [])
+        if not isinstance(hb, list) or not all(
+                isinstance(x, dict) and isinstance(x.get("function"), str) and
+                isinstance(x.get("arg"), int) and x["arg"] >= 0 for x in hb):
+            raise _err(f, "new_object_flags %s: handed_back_by must be a list of "
+                       "{\"function\", \"arg\"} (an argument index)", b["flag"])
+        P.new_flags.append(dict(b, handed_back_by={x["function"]: x["arg"] for x in hb}))
 
 
 def _state_assertions(P, f, entries):

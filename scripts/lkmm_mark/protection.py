@@ -108,9 +108,17 @@ class Protection:
             if r is not None and a.exclusion is None:
                 a.exclusion = ("not-markable", "%s.%s is an RCU pointer (%s() at %s)"
                                % (a.struct, a.field, r.macro, r.where()))
+        votes = collections.defaultdict(list)
         for a in self.accesses:
             if a.exclusion is None and not a.test:
                 byfield[(a.struct, a.field)].append(a)
+            elif a.exclusion and a.exclusion[0] == "private" and a.held and \
+                    a.kind in ("write", "rmw") and not a.test and self.in_new_window(a):
+                # a store to a new object (its flag set) races with
+                # nothing, but the lock its maker takes is the lock the
+                # field's writers take: it still says which lock that is
+                votes[(a.struct, a.field)].append(a)
+        self.new_votes = votes
         ctxfns = self.contexts()
         for (st, fld), accs in sorted(byfield.items()):
             name = "%s.%s" % (st, fld)
@@ -151,7 +159,9 @@ class Protection:
         # (WRITE_ONCE() and friends) are writes too, so a field keeps its
         # lock once its writes are marked (a second run asks for nothing)
         stores = [m for m in marked if m.macro in STORE_MACROS and m.held is not None]
-        self._field_lock(info, writes + stores, reads, marked)
+        st, _, fld = name.partition(".")
+        votes = getattr(self, "new_votes", {}).get((st, fld), [])
+        self._field_lock(info, writes + stores + votes, reads, marked)
         self._write_locks(info, writes + stores)
         locked_r = self._locked_reads(info, reads, writes)
         lk = self._coincidental(info, writes, stores, locked_r)
