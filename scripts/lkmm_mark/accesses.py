@@ -107,13 +107,34 @@ class Accesses:
 
     def _kinds(self, file, line, col):
         """How the access at line:col is used (kinds.py), from the tokens."""
+        got = self._tokmemo.get(("k", file, line, col))
+        if got is not None:
+            return got
         toks, k = self._tok_at(file, line, col)
         return kinds_mod.kinds_of(toks, k) if k is not None else (set(), None)
+
+    def member_token_facts(self):
+        """_kinds() and _field_base() of every 'x->f' and 'x.f' in the
+        sources, from the tokens alone: commands.analyse() has them
+        computed while spatch runs, and build_accesses() looks its facts'
+        positions up (a position spatch gives that is not among them is
+        worked out then)."""
+        memo = {}
+        for f, toks in self.src.toks.items():
+            for k in range(1, len(toks)):
+                if toks[k].kind == "id" and toks[k - 1].text in ("->", "."):
+                    t = toks[k]
+                    memo[("k", f, t.line, t.col)] = self._kinds(f, t.line, t.col)
+                    memo[("f", f, t.line, t.col)] = self._field_base(f, t.line, t.col)
+        return memo
 
     def _field_base(self, file, line, col):
         """The field name at line:col (spatch's position of E->f), the text
         of its base expression E (tokens separated by spaces) and those
         tokens' texts (None when there is no base)."""
+        got = self._tokmemo.get(("f", file, line, col))
+        if got is not None:
+            return got
         toks, k = self._tok_at(file, line, col)
         if k is None or k == 0 or toks[k].kind != "id" or toks[k - 1].text not in ("->", "."):
             return (toks[k].text if k is not None else ""), "", None

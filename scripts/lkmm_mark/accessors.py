@@ -77,7 +77,11 @@ def _kind_after(toks, k):
 class Accessors:
     def accessor_records(self):
         """Access facts at the call sites of accessor macros and of the
-        functions generator macros define."""
+        functions generator macros define (the sources alone: computed
+        while spatch runs, commands.analyse())."""
+        got = self.__dict__.get("_accrecs")
+        if got is not None:
+            return [dict(r) for r in got]
         members, lvalues, generated = {}, {}, {}
         defs = all_macro_defs(self.src)
         for f, (name, params, body) in defs:

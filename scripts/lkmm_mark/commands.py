@@ -71,6 +71,8 @@ def _analyse(args, tree=None, check_tree=True):
                 # contexts.py entry_points())
                 box["ctx"] = pre.all_call_contexts()
                 box["entries"] = pre.entry_points()
+                box["tokmemo"] = pre.member_token_facts()
+                box["accrecs"] = pre.accessor_records()
         except BaseException as e:      # re-raised in the caller
             box["err"] = e
 
@@ -90,6 +92,7 @@ def _analyse(args, tree=None, check_tree=True):
     A = Analysis(str(tree), args.target, recs, P, files, src=src)
     if "ctx" in box:
         A.call_contexts, A._entries = box["ctx"], box["entries"]
+        A._tokmemo, A._accrecs = box["tokmemo"], box["accrecs"]
     A.run(scan=box.get("scan") or _scan_beside(A))
     A.cached = cached
     A.stale_facts = stale
