@@ -73,6 +73,8 @@ def _analyse(args, tree=None, check_tree=True):
                 box["entries"] = pre.entry_points()
                 box["tokmemo"] = pre.member_token_facts()
                 box["accrecs"] = pre.accessor_records()
+                pre.warm_function_caches()
+                box["caches"] = {n: getattr(pre, n) for n in pre.SOURCE_CACHES}
         except BaseException as e:      # re-raised in the caller
             box["err"] = e
 
@@ -93,6 +95,8 @@ def _analyse(args, tree=None, check_tree=True):
     if "ctx" in box:
         A.call_contexts, A._entries = box["ctx"], box["entries"]
         A._tokmemo, A._accrecs = box["tokmemo"], box["accrecs"]
+        for name, cache in box["caches"].items():
+            setattr(A, name, cache)
     A.run(scan=box.get("scan") or _scan_beside(A))
     A.cached = cached
     A.stale_facts = stale

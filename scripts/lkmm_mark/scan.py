@@ -31,6 +31,19 @@ class SourceScan:
             self._decl_types(fn)
         all_macro_defs(self.src)
 
+    # the caches of the Analysis that depend on the sources alone, which
+    # warm_function_caches() fills and commands.analyse() hands on
+    SOURCE_CACHES = ("_paramcache", "_idcache", "_flagranges")
+
+    def warm_function_caches(self):
+        """Each function's parameters, identifiers and the ranges its
+        parameters' tests decide (flagargs.py): the sources alone, while
+        the facts pass runs (SOURCE_CACHES)."""
+        for fn in self.src.funcs.values():
+            self.params(fn)
+            self._ids(fn)
+            self._flag_ranges(fn)
+
     def source_scan(self):
         """The parts of the call graph that depend on the sources alone (no
         facts, no lock flow), as plain data: it can be computed in another
