@@ -206,6 +206,12 @@ class CliErrors(unittest.TestCase):
                  "pinned must list states (set or null) of a guard with under"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "under": "s.l", '
                  '"pinned": ["true"]}]}', "pinned must list states"),
+                ('{"guards": [{"field": "s.f", "reason": "r", '
+                 '"empty_lookups": {"state": "set", "calls": ["g"]}}]}',
+                 "empty_lookups must be"),
+                ('{"guards": [{"call": "f", "reason": "r", '
+                 '"empty_lookups": {"state": "true", "calls": []}}]}',
+                 "empty_lookups must be"),
                 ('{"lock_functions": [{"name": "f", "op": "acquire", '
                  '"when_mentions": [1]}]}', "when_mentions must be"),
                 ('{"lock_functions": [{"name": "f", "op": "trylock", "lock": "l", '

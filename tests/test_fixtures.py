@@ -1005,6 +1005,28 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertEqual(without[("zoned_reserve", "cursor")], "WRITE_ONCE")
         self.assertNotIn(("plain_cursor", "cursor"), self.marks("config_guard"))
 
+    def test_an_empty_lookup_tells_the_state(self):
+        """Fixture empty_lookup without the guard's "empty_lookups": a path
+        that found an entry may run in zoned mode, so the zoned-only
+        store races with the read halves after the lookups and with the
+        locked load after it."""
+        d = FIXTURES / "empty_lookup"
+        own = json.loads((d / "policies.json").read_text())
+        del own["guards"][0]["empty_lookups"]
+        got = {}
+        for told, pol in ((True, None), (False, json.dumps(own))):
+            A = analyse_fixture(d, policies=pol)
+            got[told] = ({a.fn: bool(getattr(a, "read_races", False))
+                          for a in A.accesses if a.kind == "rmw"},
+                         {a.fn: a.action for a in A.accesses
+                          if a.field == "free" and a.kind == "read"})
+        self.assertEqual(got[True][0], {"trim_one": False, "relink": False,
+                                        "fill": True, "grow": True})
+        self.assertEqual(got[False][0], {"trim_one": True, "relink": True,
+                                         "fill": True, "grow": True})
+        self.assertEqual(got[True][1], {"peek_free": "READ_ONCE", "found_free": "none"})
+        self.assertEqual(got[False][1], {"peek_free": "READ_ONCE", "found_free": "READ_ONCE"})
+
     def test_locks_lent_with_a_handed_object(self):
         """The locks a task holds where it waits for the functions it
         handed an object to hold in them (task_private "lends_locks",

@@ -77,7 +77,8 @@ NAMES = {
     "pseudo_locks": [("struct", "struct"), ("covers", "struct")],
     "instances": [("struct", "struct")],
     "guards": [("field", "field"), ("call", "id"), ("when_mentions.1", "field"),
-               ("under", "lock"), ("remembered_in.field", "field")],
+               ("under", "lock"), ("remembered_in.field", "field"),
+               ("empty_lookups.calls", "id")],
 }
 
 

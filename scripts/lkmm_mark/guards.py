@@ -36,6 +36,12 @@ hands it to its callees as a test of the predicate would.  Every store
 of the field must be a listed value, made where the flow knows its state
 or overridden right after by a test of the predicate (remembered_ok()).
 
+A configuration predicate may name lookups that find nothing in one of
+its states ("empty_lookups": {"state": S, "calls": [f]}: what f searches
+is only ever filled in the other state): after 'v = f(...);', the
+branch of the 'if' right after it that finds v set knows the other
+state; the NULL branch learns nothing.
+
 A known state is held as a group of a pseudo-lock named after the guard
 ('S.f{=set}:r' against 'S.f{=null}:r', 'f(){=true}:r' against
 'f(){=false}:r'): two groups of one lock exclude each other
@@ -49,7 +55,7 @@ nothing of a third object.
 The LockFlow (locks.py) calls test() on each condition, at_member() and
 deref_state() on the tokens naming a guarded member.
 """
-from .csrc import base_start, match_paren, mentions
+from .csrc import base_start, match_paren, mentions, open_of
 from .lockmodes import mode_name
 from .lockstate import How
 from .tokutil import _split
@@ -81,6 +87,15 @@ class Guards:
         self.remembered = {g["remembered_in"]["field"]: (g["call"] + "()", g,
                                                         g["remembered_in"]["values"])
                            for g in specs if g.get("call") and g.get("remembered_in")}
+        # a lookup that finds nothing in one state of a configuration
+        # ("empty_lookups"): call name -> (key, entry, the state a found
+        # object tells)
+        self.lookups = {}
+        for g in specs:
+            e = g.get("call") and g.get("empty_lookups")
+            for c in (e or {}).get("calls", ()):
+                self.lookups[c] = (g["call"] + "()", g,
+                                   "false" if e["state"] == "true" else "true")
         self.any = bool(self.fields or self.calls)
         # an assertion of a condition (policies/ 'state_assertions'):
         # after ASSERT(!foo_is_zoned(fs)) the function is in that state,
@@ -92,6 +107,10 @@ class Guards:
         """The guard a condition toks[lo:hi] tests: (key, spec, state when
         true, state when false), or None."""
         neg = False
+        if self.lookups:
+            g = self._found(t, lo, hi)
+            if g is not None:
+                return g
         while lo < hi and t[lo].text in ("!", "(") or (
                 lo + 1 < hi and t[lo].text in _MARKED and t[lo + 1].text == "(" and
                 match_paren(t, lo + 1) in (hi - 1, hi - 3)):
@@ -158,6 +177,36 @@ class Guards:
         others = {s for k, s in f[2].items() if k != value}
         return others.pop() if len(others) == 1 else None
 
+    def _found(self, t, lo, hi):
+        """The condition toks[lo:hi] of the 'if' right after 'v =
+        lookup(...);', of a lookup that finds nothing in one state of a
+        configuration, tests v ('v', '!v', 'v == NULL', 'v != NULL', also
+        as the first operand of '&&' or '||'): the branch that knows v set
+        knows the other state, the other branch nothing (None)."""
+        if lo < 6 or t[lo - 1].text != "(" or t[lo - 2].text != "if" or \
+                t[lo - 3].text != ";" or t[lo - 4].text != ")":
+            return None
+        # the statement before the 'if': 'v = lookup(...);', unconditional
+        o = open_of(t, lo - 4)
+        if o < 4 or t[o - 1].text not in self.lookups or t[o - 2].text != "=" or \
+                t[o - 4].text not in (";", "{", "}"):
+            return None
+        v = t[o - 3].text
+        first, op = _first_operand(t, lo, hi)
+        x = [tk.text for tk in t[lo:first]]
+        if x in ([v], [v, "!=", "NULL"]):
+            is_set = True
+        elif x in (["!", v], [v, "==", "NULL"]):
+            is_set = False
+        else:
+            return None
+        if op is not None and (op == "&&") != is_set:
+            # 'v && a' is true only with v set, '!v || a' false only so;
+            # the other branch of either tells nothing
+            return None
+        key, spec, state = self.lookups[t[o - 1].text]
+        return (key, spec, state, None) if is_set else (key, spec, None, state)
+
     def _compare(self, t, lo, hi, eq, neg, resolve):
         """'x->f' (eq None), 'x->f == NULL' or 'x->f != NULL', negated or
         not: the guard it tests, or None."""
@@ -219,6 +268,9 @@ class Guards:
         when-false), or the state an assertion states."""
         key, spec, yes, no = g
         state = yes if true_branch else no
+        if state is None:
+            # the branch of a lookup that found nothing learns nothing
+            return st
         pinned = asserted and state in spec.get("pinned", ())
         if not asserted and spec.get("under") and any(
                 k.startswith(key + "{=") and k != "%s{=%s}:r" % (key, state) for k in st.held):
@@ -323,6 +375,27 @@ class Guards:
         st = st.copy()
         st.held = {k: h for k, h in st.held.items() if not isinstance(h, Pinned)}
         return st
+
+
+def _first_operand(t, lo, hi):
+    """(end of the first operand, its operator) of the condition
+    toks[lo:hi] when it is 'a && ...' with no '||' outside parentheses,
+    or 'a || ...' with no '?'; (hi, None) for a condition without either;
+    (lo, None) for any other."""
+    ops, depth = [], 0
+    for k in range(lo, hi):
+        x = t[k].text
+        depth += x in ("(", "[")
+        depth -= x in (")", "]")
+        if depth == 0 and x in ("&&", "||", "?", ","):
+            ops.append((k, x))
+    if not ops:
+        return hi, None
+    k, op = ops[0]
+    rest = {x for _, x in ops}
+    if op == "&&" and rest == {"&&"} or op == "||" and rest <= {"||", "&&"}:
+        return k, op
+    return lo, None
 
 
 def unders(spec):

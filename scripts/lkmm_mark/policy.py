@@ -465,6 +465,13 @@ def _guards(P, f, entries):
             raise _err(f, "guards %s: remembered_in must be {\"field\": struct.field, "
                        "\"values\": {enumerator: true or false, ...}} on a call guard",
                        c[kinds[0]])
+        e = c.get("empty_lookups")
+        if e is not None and not (
+                kinds[0] == "call" and w is None and isinstance(e, dict) and
+                e.get("state") in states and isinstance(e.get("calls"), list) and e["calls"]
+                and all(isinstance(x, str) for x in e["calls"])):
+            raise _err(f, "guards %s: empty_lookups must be {\"state\": true or false, "
+                       "\"calls\": [lookup, ...]} on a call guard", c[kinds[0]])
         P.guards.append(c)
 
 
