@@ -8,6 +8,7 @@ check is also run on a small made-up package that breaks it, so that a
 check that could never fail fails here."""
 import ast
 import os
+import pathlib
 import unittest
 from pathlib import Path
 
@@ -127,7 +128,37 @@ class Structure(unittest.TestCase):
                          "analysis functions over %d lines" % MAX_FUNCTION_LINES)
 
 
+def conflict_markers(root):
+    """(file, line) of every merge conflict marker left in the
+    repository's text: docs, scripts, tests, policies, the README."""
+    out = []
+    files = [root / "README.md"]
+    for d in ("docs", "scripts", "tests", "policies", "cocci"):
+        files += sorted(p for p in (root / d).rglob("*")
+                        if p.is_file() and p.suffix in (".md", ".py", ".json", ".cocci", ".sh"))
+    for f in files:
+        for n, line in enumerate(f.read_text(errors="replace").split("\n"), 1):
+            if line.startswith(("<<<<<<< ", ">>>>>>> ")) or line == "=======":
+                out.append("%s:%d" % (f.relative_to(root), n))
+    return out
+
+
+class NoConflictMarkers(unittest.TestCase):
+    def test_none_left(self):
+        root = pathlib.Path(__file__).resolve().parents[1]
+        self.assertEqual(conflict_markers(root), [], "merge conflict markers left")
+
+
 class ChecksCanFail(unittest.TestCase):
+    def test_conflict_marker_found(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            root = pathlib.Path(d)
+            (root / "docs").mkdir()
+            (root / "README.md").write_text("ok\n")
+            (root / "docs" / "a.md").write_text("x\n" + "=" * 7 + "\ny\n")
+            self.assertEqual(conflict_markers(root), ["docs/a.md:2"])
+
     """The checks above, on made-up packages that break them."""
 
     def test_cycle_found(self):
