@@ -31,6 +31,7 @@ import re
 from . import csrc
 from .cstmt import Skip, comment_lines, statement_start, width
 from .callctx import guarded_call
+from .policy import GUARD, MESSAGE
 
 HEADERS = ("if", "while", "for", "switch")
 # words that begin a declaration's type without being a type name
@@ -43,11 +44,13 @@ STORES = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++
 
 # ------------------------------------------------------------ the comment
 
-def use_text(S, j, st, comments):
+def use_text(S, j, st, comments, diag_call=None):
     """The comment of the data_race() whose base starts at token j, in the
     statement starting at st: the text of the first use (from the innermost
     call outwards) whose patterns name a call around it and, when the use
-    gives one, whose argument it is in; else the stock text."""
+    gives one, whose argument it is in; else that of the diagnostic the
+    analysis found the value goes to (diag_call, the plan's); else the
+    stock text."""
     uses = comments.get("diagnostic-read-uses") or []
     depth, arg = 0, 0
     for k in range(j - 1, st - 1, -1):
@@ -74,6 +77,12 @@ def use_text(S, j, st, comments):
     if g:
         # the condition of an 'if' whose body is one assertion
         u = use_of(uses, g, 0)
+        if u:
+            return u["text"]
+    if diag_call:
+        u = _use_named(uses, "message") if diag_call.endswith(MESSAGE) else \
+            use_of(uses, diag_call[:-len(GUARD)], 0) if diag_call.endswith(GUARD) else \
+            use_of(uses, diag_call, -1)
         if u:
             return u["text"]
     return comments.get("diagnostic-read")
@@ -360,7 +369,7 @@ def place(E, diag, comments, stmt_comments, locals_=True, discarding=frozenset()
     stmts, skipped = {}, {}
     for key, s, i, j in diag:
         st = statement_start(S, j)
-        text = use_text(S, j, st, comments)
+        text = use_text(S, j, st, comments, s.get("diag_call"))
         line = S.toks[i].line
         if line == S.toks[st].line:
             stmt_comments.setdefault(st, []).append((key, s, text, i))

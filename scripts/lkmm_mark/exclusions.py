@@ -19,6 +19,7 @@ private.py, detach.py and unpublished.py.
 import re
 
 from . import csrc
+from .source import STORE_MACROS
 from .tokutil import _returns
 
 
@@ -51,6 +52,12 @@ class Exclusions:
             return ("sizeof", "operand of sizeof/typeof")
         if a.kind == "marked":
             return ("already-marked", "already marked with %s()" % a.macro)
+        if a.kind == "read" and self._store_macro_read_half(a):
+            # 'WRITE_ONCE(x->f, x->f | b)': the read half of a marked
+            # read-modify-write, which the rewrite leaves plain where no
+            # store races with it; judged with the store, as an unmarked
+            # 'x->f |= b' is
+            return ("already-marked", "the read half of the WRITE_ONCE() it is the value of")
         if (a.file, a.fn) in self.src.unreadable:
             return ("not-analysed", "%s() is not analysed: %s"
                     % (a.fn, self.src.unreadable[(a.file, a.fn)][1]))
@@ -80,6 +87,33 @@ class Exclusions:
                 return ("already-marked", "atomic %s() on its address" % bit)
             return ("address-taken", "address taken")
         return None
+
+    def _store_macro_read_half(self, a):
+        """a's load is inside the value of WRITE_ONCE() (a store macro) of
+        the same expression: 'WRITE_ONCE(x->f, x->f + n)'."""
+        toks = self.src.toks[a.file]
+        k = a.tok
+        if k is None or a.func is None or k < 2 or toks[k - 1].text not in ("->", "."):
+            return False
+        depth = 0
+        for j in range(k - 1, a.func.body_start, -1):
+            x = toks[j].text
+            if x == ")":
+                depth += 1
+            elif x == "(" and depth:
+                depth -= 1
+            elif x == "(":
+                if toks[j - 1].text not in STORE_MACROS:
+                    return False
+                args = self._call_args(a.file, j - 1) or []
+                if len(args) != 2 or not args[1][0] <= k < args[1][1]:
+                    return False
+                lo, hi = args[0]
+                want = "%s %s %s" % (a.base, toks[k - 1].text, a.field) if a.base else None
+                return want is not None and " ".join(t.text for t in toks[lo:hi]) == want
+            elif x in (";", "{", "}"):
+                return False
+        return False
 
     def _code_exclusion(self, a, exc, file_exc, life):
         """Declared (policies 'exceptions', 'task_private'), or code that

@@ -29,7 +29,7 @@ class Access:
                  "kind", "macro", "tok", "held", "ctx", "func", "exclusion", "action",
                  "rule", "reason", "test", "evidence", "struct_known", "tier", "pair",
                  "contexts", "lockset_reason", "candidate", "lockset_rule", "via", "body",
-                 "read_races")
+                 "read_races", "diag")
 
     def key(self):
         return (self.file, self.line, self.col, self.eline, self.ecol)
@@ -49,6 +49,11 @@ class Access:
         }
         if getattr(self, "evidence", None) == "holds-lock":
             d["comment"] = False        # a store under a lock: no "Unlocked write"
+        if self.rule == "diagnostic-read" and getattr(self, "diag", None):
+            # the diagnostic the value goes to, also where no call around
+            # the load shows it (diagflow.py: through a local, a return
+            # value or a struct filled for a tracepoint): the comment's use
+            d["diag_call"] = self.diag
         if getattr(self, "via", None):
             # an access in the body of a macro or generated function
             # (accessors.py): the call, and where the body makes it

@@ -227,6 +227,7 @@ class Verdicts:
             return
         if diag:
             a.action, a.rule = "data_race", "diagnostic-read"
+            a.diag = diag[-1]
             use = self.P.diag_phrase(diag[-1])
             a.reason = "%s is %s; read without it only for %s here" % (
                 name, ev if lk else "shared (" + ev + ")", use) if lk else \
