@@ -82,20 +82,31 @@ class TornObjects:
                     self.sites_of(fn) and fn.name not in self.addr_taken and \
                     not self._reassigned_at(fn, obj["arg"]):
                 todo.append((fn, obj["arg"]))
+        out = self._carry_closure(todo)
+        memo[("carried", i)] = out
+        return out
+
+    def _carry_closure(self, todo):
+        """{(file, function, index)}: the parameters (fn, n) of todo and
+        those each passes on bare, down the callees that never assign
+        them (also workself.py's)."""
         out, callees = set(), self._callee_sites()
         while todo:
             fn, n = todo.pop()
             if (fn.file, fn.name, n) in out:
                 continue
             out.add((fn.file, fn.name, n))
-            p = self.params(fn)[n]
-            toks = self.src.toks[fn.file]
-            for (g, k) in callees.get((fn.file, fn.name), ()):
-                for m, (lo, hi) in enumerate(self._call_args(fn.file, k) or ()):
-                    if hi - lo == 1 and toks[lo].text == p and not self._reassigned_at(g, m):
-                        todo.append((g, m))
-        memo[("carried", i)] = out
+            todo.extend(self._bare_calls(fn, {self.params(fn)[n]}, callees))
         return out
+
+    def _bare_calls(self, fn, names, callees):
+        """(callee, index) of fn's calls that pass one of names bare to a
+        parameter the callee never assigns."""
+        toks = self.src.toks[fn.file]
+        for (g, k) in callees.get((fn.file, fn.name), ()):
+            for m, (lo, hi) in enumerate(self._call_args(fn.file, k) or ()):
+                if hi - lo == 1 and toks[lo].text in names and not self._reassigned_at(g, m):
+                    yield (g, m)
 
     def _reassigned_at(self, fn, n):
         names = self.params(fn)
@@ -199,45 +210,56 @@ class TornObjects:
 
     def _live_contexts(self, fn, n, i, visiting):
         """The locksets fn is entered with in the calling contexts in which
-        its parameter n is not the object teardown_contexts[i] tears down
-        (a call passing on a carrier's parameter bare follows the caller's
-        own such contexts; any other call, all of the caller's); None past
-        the context limit or in a cycle."""
-        memo = self.__dict__.setdefault("_tornmemo", {})
-        key = ("live", i, fn.file, fn.name, n)
+        its parameter n is not the object teardown_contexts[i] tears down;
+        None past the context limit or in a cycle."""
+        spec = self.P.teardown_contexts[i]
+        obj = (spec["object"]["function"], spec["object"]["arg"])
+        return self.contexts_without(fn, n, ("live", i), self._carried(i), visiting,
+                                     alone=lambda g, m: (g.name, m) == obj)
+
+    def contexts_without(self, fn, n, tag, carried, visiting, alone=None, skip=None):
+        """The locksets fn is entered with in the calling contexts in which
+        its parameter n is not the object the parameters carried carry (a
+        call passing on a carrier's parameter bare follows the caller's own
+        such contexts; any other call, all of the caller's): [] where
+        alone(fn, n) says n is only ever that object, no context from a
+        call whose argument skip(caller, text) rules out; None past the
+        context limit or in a cycle.  tag names the object in the memo."""
+        memo = self.__dict__.setdefault("_withoutmemo", {})
+        key = (tag, fn.file, fn.name, n)
         if key in memo:
             return memo[key]
-        spec = self.P.teardown_contexts[i]
-        if (fn.name, n) == (spec["object"]["function"], spec["object"]["arg"]) and \
-                (fn.file, fn.name, n) in self._carried(i):
+        if alone is not None and alone(fn, n) and (fn.file, fn.name, n) in carried:
             memo[key] = []
             return []
         if key in visiting:
             return None
         visiting.add(key)
-        out = self._live_sites_locksets(fn, n, i, visiting)
+        out = self._sites_without(fn, n, tag, carried, visiting, alone, skip)
         visiting.discard(key)
         memo[key] = out
         return out
 
-    def _live_sites_locksets(self, fn, n, i, visiting):
+    def _sites_without(self, fn, n, tag, carried, visiting, alone, skip):
         own = [frozenset(self.entry.get((fn.file, fn.name), {}))]
         sites = self._context_sites(fn, None, ())
         if sites is None:
             return own                  # an entry point
-        carried, got = self._carried(i), []
+        got = []
         for (caller, st, k) in sites:
             args = self._call_args(caller.file, k) or ()
             toks = self.src.toks[caller.file]
-            names = self.params(caller)
             cc = None
-            if n < len(args) and args[n][1] - args[n][0] == 1 and \
-                    toks[args[n][0]].text in names:
-                m = names.index(toks[args[n][0]].text)
-                if (caller.file, caller.name, m) in carried:
-                    cc = self._live_contexts(caller, m, i, visiting)
+            if n < len(args) and args[n][1] - args[n][0] == 1:
+                t = toks[args[n][0]].text
+                names = self.params(caller)
+                if skip is not None and skip(caller, t):
+                    continue            # no object, or only the carried one
+                if t in names and (caller.file, caller.name, names.index(t)) in carried:
+                    cc = self.contexts_without(caller, names.index(t), tag, carried,
+                                               visiting, alone, skip)
                     if cc == []:
-                        continue        # only the torn-down object comes here
+                        continue        # only the carried object comes here
             got.append(((caller, st, k), cc))
         out = self._compose(fn, got)
         if out is not None and (fn.name in self.addr_taken or fn.name in self.macro_used):

@@ -141,31 +141,13 @@ class WorkSelf:
     def _work_carried(self, w):
         """{(file, function, index)}: the parameters work function w's own
         object is handed to bare, from its locals on down (callees that
-        never assign them)."""
+        never assign them; torn.py _carry_closure())."""
         memo = self.__dict__.setdefault("_wsmemo", {})
         key = ("carried", w)
-        if key in memo:
-            return memo[key]
-        fn, xs = self._work_objects()[w]
-        callees = self._callee_sites()
-        out, todo = set(), list(self._bare_calls(fn, xs, callees))
-        while todo:
-            g, n = todo.pop()
-            if (g.file, g.name, n) in out:
-                continue
-            out.add((g.file, g.name, n))
-            todo.extend(self._bare_calls(g, {self.params(g)[n]}, callees))
-        memo[key] = out
-        return out
-
-    def _bare_calls(self, fn, names, callees):
-        """(callee, index) of fn's calls that pass one of names bare to a
-        parameter the callee never assigns."""
-        toks = self.src.toks[fn.file]
-        for (g, k) in callees.get((fn.file, fn.name), ()):
-            for m, (lo, hi) in enumerate(self._call_args(fn.file, k) or ()):
-                if hi - lo == 1 and toks[lo].text in names and not self._reassigned_at(g, m):
-                    yield (g, m)
+        if key not in memo:
+            fn, xs = self._work_objects()[w]
+            memo[key] = self._carry_closure(list(self._bare_calls(fn, xs, self._callee_sites())))
+        return memo[key]
 
     # ------------------------------------------------ the other contexts
     def _other_locksets(self, a, own):
@@ -179,41 +161,11 @@ class WorkSelf:
 
     def _other_contexts(self, fn, n, w, visiting):
         """The locksets fn is entered with in the calling contexts in which
-        its parameter n is not work function w's own object; None past
-        the context limit or in a cycle."""
-        memo = self.__dict__.setdefault("_wsmemo", {})
-        key = ("other", w, fn.file, fn.name, n)
-        if key in memo:
-            return memo[key]
-        if key in visiting:
-            return None
-        visiting.add(key)
-        out = self._other_sites_locksets(fn, n, w, visiting)
-        visiting.discard(key)
-        memo[key] = out
-        return out
-
-    def _other_sites_locksets(self, fn, n, w, visiting):
-        own = [frozenset(self.entry.get((fn.file, fn.name), {}))]
-        sites = self._context_sites(fn, None, ())
-        if sites is None:
-            return own                  # an entry point
-        objs, carried, got = self._work_objects(), self._work_carried(w), []
-        for (caller, st, k) in sites:
-            args = self._call_args(caller.file, k) or ()
-            toks = self.src.toks[caller.file]
-            cc = None
-            if n < len(args) and args[n][1] - args[n][0] == 1:
-                t = toks[args[n][0]].text
-                names = self.params(caller)
-                if t in _NULLS or caller.name == w and t in objs[w][1]:
-                    continue            # no object, or only the work's own
-                if t in names and (caller.file, caller.name, names.index(t)) in carried:
-                    cc = self._other_contexts(caller, names.index(t), w, visiting)
-                    if cc == []:
-                        continue        # only the work's own object comes here
-            got.append(((caller, st, k), cc))
-        out = self._compose(fn, got)
-        if out is not None and (fn.name in self.addr_taken or fn.name in self.macro_used):
-            out = sorted(set(out) | set(own), key=sorted)
-        return out
+        its parameter n is not work function w's own object (torn.py
+        contexts_without(): a NULL argument is no object, and the work
+        function's own locals are only its object); None past the context
+        limit or in a cycle."""
+        objs = self._work_objects()
+        return self.contexts_without(
+            fn, n, ("other", w), self._work_carried(w), visiting,
+            skip=lambda caller, t: t in _NULLS or caller.name == w and t in objs[w][1])
