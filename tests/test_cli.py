@@ -56,6 +56,24 @@ class CliErrors(unittest.TestCase):
             Path(d, "scripts").mkdir()
             self.check_error(run("report", "--tree", d), "has no fs/btrfs")
 
+    def test_target_without_functions(self):
+        """A directory whose files define no function (a header of structs
+        and macros) is analysed, not a traceback: the source-only caches
+        computed while spatch runs exist with nothing in them."""
+        with tempfile.TemporaryDirectory() as d:
+            tree = Path(d, "tree")
+            for m in ("Makefile", "Kconfig"):
+                Path(tree, m).parent.mkdir(parents=True, exist_ok=True)
+                Path(tree, m).write_text("")
+            for sub in ("include/linux", "scripts", "fs/hdr"):
+                Path(tree, sub).mkdir(parents=True)
+            Path(tree, "fs/hdr/x.h").write_text("struct foo { int a; };\n#define X 1\n")
+            env = {"LKMM_MARK_CACHE": str(Path(d, "cache"))}
+            r = run("report", "--tree", str(tree), "--target", "fs/hdr",
+                    "--allow-stale-facts", env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+
     def test_spatch_missing(self):
         """Not found and not installable here (no apt-get in PATH): one line."""
         with tempfile.TemporaryDirectory() as d:

@@ -108,6 +108,7 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, Fla
         self._paramcache = {}
         self._stackcache = {}
         self._ftypes = {}               # accesses.py
+        self._flagranges = {}           # flagargs.py
         self._tokmemo = {}              # accesses.py member_token_facts()
         self._ppcache = {}              # escapes.py
         self._ctxmemo = {}
