@@ -236,6 +236,10 @@ class CliErrors(unittest.TestCase):
                  '"also": [{"mode": "read"}]}]}', "also must be a list"),
                 ('{"lock_functions": [{"name": "f", "op": "trylock", "lock": "l", '
                  '"also": [{"lock": "m", "mode": "group"}]}]}', "a group mode needs a group"),
+                ('{"lock_functions": [{"name": "f", "op": "acquire", "lock": "l", '
+                 '"objects": [0]}]}', "objects must be a list of two or more"),
+                ('{"lock_functions": [{"name": "f", "op": "acquire", "lock": "l", '
+                 '"object": 0}]}', "object must be an argument number, on a release"),
                 ('{"pseudo_locks": [{"name": "s.p", "struct": "s"}]}',
                  "pseudo_locks entry without 'reason'"),
                 ('{"instances": [{"struct": "s", "roles": {"a": ["x.p"]}, "reason": "r"}]}',

@@ -1788,3 +1788,24 @@ class WorkSelf(unittest.TestCase):
         A, _ = analyse_edited(self, "work_self", "work.c",
                               "container_of(work, struct job, work);", "job_lookup();")
         self.assertEqual(self.start_load(A), ("READ_ONCE", "unlocked-read"))
+
+
+class TwoObjectLocks(unittest.TestCase):
+    def test_without_the_objects_the_unlock_drops_both(self):
+        """Fixture two_object_locks without 'objects' and 'object': the
+        unlock of src drops the lock held on dest too, so node_share()'s
+        store to dest and node_init_cow()'s store, made for dest, look
+        unlocked beside the locked loads (lockobjects.py is what kept
+        them locked, not another rule)."""
+        d = FIXTURES / "two_object_locks"
+        p = json.loads((d / "policies.json").read_text())
+        for e in p["lock_functions"]:
+            e.pop("objects", None)
+            e.pop("object", None)
+        A = analyse_fixture(d, policies=json.dumps(p))
+        got = {(a.fn, a.field, a.line): (a.action, a.rule) for a in A.accesses
+               if a.struct == "node" and a.field in ("cow", "flags")}
+        self.assertEqual(got[("node_init_cow", "cow", 53)], ("WRITE_ONCE", "unlocked-write"))
+        self.assertEqual(got[("node_share", "flags", 68)], ("WRITE_ONCE", "unlocked-write"))
+        self.assertEqual(got[("node_share_bad", "flags", 77)],
+                         ("WRITE_ONCE", "unlocked-write"))

@@ -14,7 +14,7 @@ macros; while (1) and for (;;) are left only by break), switch/case,
 break/continue, return, forward goto to labels.
 Backward gotos end their path (the label's state is already fixed).
 """
-from . import correlate
+from . import correlate, lockobjects
 from .lockconds import Conds
 from .lockmodes import HANDED, group_lock, hold_also, mode_name
 from .lockstate import How, State, merge
@@ -461,10 +461,14 @@ class LockFlow(Conds):
             out.append((start, hi))
         return out
 
+    def _call_args(self, k):
+        """The argument ranges of the call toks[k](...)."""
+        return self._split_args(k + 2, self._match(k + 1))
+
     def _record_range(self, lo, hi, st):
         for k in range(lo, hi):
             if k in self.want:
-                self.res.at[k] = st
+                self.res.at[k] = lockobjects.at_access(self.t, k, st)
 
     def expr(self, lo, hi, st, skip_events=False):
         """Tokens lo..hi-1 in order; lock calls change the state."""
@@ -477,9 +481,10 @@ class LockFlow(Conds):
         while k < hi:
             tk = t[k]
             if k in want:
-                self.res.at[k] = st
+                self.res.at[k] = lockobjects.at_access(t, k, st)
                 if guards is not None and tk.text in guards.members:
-                    self.res.at[k] = guards.deref_state(t, k, st, self.resolve, self.hi)
+                    self.res.at[k] = guards.deref_state(t, k, self.res.at[k], self.resolve,
+                                                        self.hi)
             if guards is not None and tk.text in guards.members:
                 st = guards.at_member(t, k, hi, st, self.resolve, self.lo, self.hi)
             if tk.text in self.tracked:
@@ -496,7 +501,8 @@ class LockFlow(Conds):
                 st = self._asserted(k, st)
             if tk.kind == "id" and k + 1 < hi and t[k + 1].text == "(" and tk.text not in KEYWORDS:
                 spec = self.lockfns.get(tk.text)
-                self.res.calls.append((k, tk.text, self.guards.for_call(st)))
+                self.res.calls.append((k, tk.text, self.guards.for_call(
+                    lockobjects.at_call(t, k, st, self._call_args))))
                 if spec and not skip_events:
                     c = self._match(k + 1)
                     # record the argument tokens with the state before the call
@@ -538,7 +544,8 @@ class LockFlow(Conds):
         if op in ("acquire", "acquire_ret0", "trylock"):
             # trylock outside a condition: unknown outcome, nothing held
             if op == "acquire" or op == "acquire_ret0":
-                st.held[mode_name(name, spec)] = How(spec["name"], line)
+                st.held[mode_name(name, spec)] = lockobjects.taken(
+                    spec, How(spec["name"], line), self.t, self._call_args(k))
                 hold_also(st, spec, How(spec["name"], line))
                 self.res.events.append((k, "acquire", name))
         elif op == "release":
@@ -552,7 +559,8 @@ class LockFlow(Conds):
                 # released without naming one: whichever group is held
                 gone |= {k for k in st.held if k.startswith(name + "{")}
                 gone |= self._groups_of(name)
-            for nm in gone:
+            kept = lockobjects.released(spec, st, gone, self.t, self._call_args(k))
+            for nm in gone - kept:
                 st.held.pop(nm, None)
                 st.cond.pop(nm, None)
             st.killed = st.killed | gone

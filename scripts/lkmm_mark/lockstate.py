@@ -15,6 +15,33 @@ class How:
         return "%s at line %d" % (self.what, self.line)
 
 
+class OnObjects(How):
+    """A hold of a lock on the objects named (argument texts), after the
+    release of those in gone, if any (lockobjects.py)."""
+    __slots__ = ("objects", "gone")
+
+    def __init__(self, what, line, objects, gone):
+        How.__init__(self, what, line)
+        self.objects = objects
+        self.gone = gone
+
+
+def _joined(x, y):
+    """The hold at a join of holds x and y of one lock: a hold on objects
+    keeps those both paths hold (one with no object named holds every
+    one); None when none is left."""
+    if type(x) is not OnObjects:
+        if type(y) is OnObjects:
+            return y
+        # where one path's How is a plain one and the other's a subclass
+        # (a state that outlives a release), the plain one
+        return y if type(x) is not How and type(y) is How else x
+    if type(y) is not OnObjects:
+        return x
+    objs = x.objects & y.objects
+    return OnObjects(x.what, x.line, objs, x.gone | y.gone) if objs else None
+
+
 class State:
     """held: lock -> How, on every path.  cond: lock -> (variable, How),
     held on every path where the local variable is true, after
@@ -37,10 +64,9 @@ def merge(a, b):
         return b.copy() if b is not None else None
     if b is None:
         return a.copy()
-    # held on both paths; where one path's How is a plain one and the
-    # other's a subclass (a state that outlives a release), the plain one
-    held = {k: (b.held[k] if type(v) is not How and type(b.held[k]) is How else v)
-            for k, v in a.held.items() if k in b.held}
+    # held on both paths (_joined())
+    held = {k: _joined(v, b.held[k]) for k, v in a.held.items() if k in b.held}
+    held = {k: v for k, v in held.items() if v is not None}
     killed = a.killed | b.killed
     # a lock released and taken again on one path (held) and untouched on
     # the other is held at the merge exactly when the function is entered

@@ -48,6 +48,7 @@ def _lock_functions(P, f, specs):
         sel = _selector(f, spec, "when_arg", "token")
         sel = _selector(f, spec, "when_field", "struct.field") or sel
         sel = _selector(f, spec, "when_mentions", "struct.field") or sel
+        _objects(f, spec)
         for lk in [spec] + list(spec.get("also", ())):
             if not isinstance(lk, dict) or (lk is not spec and not isinstance(lk.get("lock"), str)):
                 raise _err(f, "lock function %s: also must be a list of {\"lock\", "
@@ -70,6 +71,19 @@ def _lock_functions(P, f, specs):
         else:
             raise _err(f, "lock function %s listed twice (only entries with when_arg, "
                        "when_field or when_mentions may share a name)", spec["name"])
+
+
+def _objects(f, spec):
+    """'objects' (an acquire: the arguments naming the objects it locks)
+    and 'object' (a release: the argument naming the one it unlocks)."""
+    o, n = spec.get("objects"), spec.get("object")
+    if o is not None and not (isinstance(o, list) and len(o) >= 2 and
+                              all(isinstance(x, int) and x >= 0 for x in o)):
+        raise _err(f, "lock function %s: objects must be a list of two or more "
+                   "argument numbers", spec["name"])
+    if n is not None and not (isinstance(n, int) and n >= 0 and spec["op"] == "release"):
+        raise _err(f, "lock function %s: object must be an argument number, "
+                   "on a release", spec["name"])
 
 
 def _selects(spec):
