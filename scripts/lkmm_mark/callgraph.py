@@ -91,9 +91,13 @@ class CallGraph:
 
     def guarded_calls(self):
         """The calls an 'if' whose body is one of them makes a diagnostic
-        condition: the assertions (policies only)."""
-        return set(self.P.assertions) | {
-            n for n, spec in self.P.lockfns.items() if _asserts(spec)}
+        condition: the assertions (policies only; computed once, it is
+        asked for each function's call context)."""
+        g = self.__dict__.get("_guarded_calls")
+        if g is None:
+            g = self._guarded_calls = frozenset(self.P.assertions) | {
+                n for n, spec in self.P.lockfns.items() if _asserts(spec)}
+        return g
 
     def function_call_context(self, fn):
         """callctx.call_context() of fn's body (the sources and the policies

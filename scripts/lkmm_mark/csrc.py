@@ -641,6 +641,7 @@ def _defined_in(text, names):
 
 
 _DEFINE = re.compile(r"\s*#\s*define\s+\w+(\([^)]*\))?")
+_DEFINE_LINE = re.compile(r"\s*#\s*define\b")
 
 
 def macro_bodies(src):
@@ -649,7 +650,7 @@ def macro_bodies(src):
     lines = src.split("\n")
     i = 0
     while i < len(lines):
-        if re.match(r"\s*#\s*define\b", lines[i]):
+        if "define" in lines[i] and _DEFINE_LINE.match(lines[i]):
             body = lines[i]
             while body.endswith("\\") and i + 1 < len(lines):
                 i += 1
