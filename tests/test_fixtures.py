@@ -1040,6 +1040,39 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertNotIn(("create_one", "quota_root"), got)
         self.assertEqual(got[("commit", "quota_root")], "READ_ONCE")
 
+    def test_lock_handed_to_an_io(self):
+        """The lock a submitter hands to its I/O (io_locks, lending.py):
+        the work item that runs the completion holds it, a part's end_io
+        does not, and with a submitter that does not hold it the fact
+        gives nothing."""
+        d = FIXTURES / "io_lock"
+        own = json.loads((d / "policies.json").read_text())
+        del own["io_locks"]
+        without = self.marks("io_lock", json.dumps(own))
+        self.assertEqual(without[("buf_ioend", "error")], "READ_ONCE")
+        got = self.marks("io_lock")
+        self.assertNotIn(("buf_ioend", "error"), got)
+        self.assertEqual(got[("buf_end_io", "error")], "READ_ONCE")
+        self.assertEqual(got[("buf_peek", "state")], "READ_ONCE")
+        A, _ = analyse_edited(self, "io_lock", "buf.c", "int buf_peek(",
+                              "void buf_flush(struct buf_x *bp)\n{\n\tbuf_submit(bp);\n}\n\n"
+                              "int buf_peek(")
+        held = {k[1]: set(v) for k, v in A.entry.items()}
+        self.assertNotIn("buf_x.sema", held["buf_ioend_work"] | held["buf_ioend"])
+        got = {(a.fn, a.field): a.rule for a in A.accesses if a.kind == "write"}
+        self.assertEqual(got[("buf_ioend", "state")], "unlocked-write")
+        A = analyse_fixture(d)
+        self.assertIn("buf_x.sema", {k[1]: set(v) for k, v in A.entry.items()}["buf_ioend_work"])
+
+    def test_a_malformed_io_lock_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "io_lock", policies=json.dumps({"io_locks": [
+                {"lock": "buf_x.sema", "submit": "buf_submit", "completion": ["buf_ioend"],
+                 "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("io_locks", str(cm.exception))
+
     def test_configuration_handed_to_a_work_item(self):
         """A work item registered after a configuration test runs in that
         configuration (contexts.handed_states()), and a chain of calls that

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Stage 2d: what holds when a function runs, from its callers and its
 registrations: the locks held on entry (annotations, assertions, lock
-parameters, ops methods, and those every caller holds: a fixed point),
+parameters, ops methods, the lock a submitter hands to its I/O (lending.py),
+and those every caller holds: a fixed point),
 the locksets of each calling context, the locks each access holds, and
 the execution contexts (handlers, what runs at any time).
 
@@ -40,7 +41,9 @@ class Callers:
         ops_entry = self._ops_members(self.P.ops_entry_locks)
         for key, fn in self.src.funcs.items():
             annot[key] = self._own_entry_locks(key, fn, ops_entry)
-        for handed in (self.handed_locks(), self.handed_states()):
+        # and the lock a submitter hands to its I/O's completion (lending.py)
+        io = self.io_lent_locks()
+        for handed in (self.handed_locks(), self.handed_states(), io):
             for key, held in handed.items():
                 for n, how in held.items():
                     annot[key].setdefault(n, how)
@@ -61,6 +64,9 @@ class Callers:
         if lent:
             entry = self._fixed_point(self._shared_sites(), annot, None)
         unheld = self._unheld_ops_locks(ops_entry, entry)
+        for key, names in self.io_unheld(io, entry).items():
+            unheld.setdefault(key, set()).update(
+                n for n in names if annot[key].get(n) is io[key][n])
         if unheld:
             for key, names in unheld.items():
                 for n in names:

@@ -466,6 +466,21 @@ def _init_time_flags(P, f, entries):
         P.init_time_flags.append(c)
 
 
+def _io_locks(P, f, entries):
+    for c in entries:
+        _need(f, c, ("lock", "submit", "completion", "reason"), "io_locks")
+        ok = isinstance(c["lock"], str) and "." in c["lock"] and \
+            c.get("mode", "exclusive") in ("exclusive", "read")
+        for k in ("submit", "completion"):
+            ok = ok and isinstance(c[k], list) and c[k] != [] and \
+                all(isinstance(x, str) and x.isidentifier() for x in c[k])
+        if not ok or set(c["submit"]) & set(c["completion"]):
+            raise _err(f, "io_locks %s: lock must be struct.field (mode exclusive or read), "
+                       "submit and completion two non-empty lists of other function names",
+                       json.dumps(c["lock"]))
+        P.io_locks.append(c)
+
+
 def _variants(P, f, entries):
     for c in entries:
         _need(f, c, ("field", "reason"), "variants")
@@ -551,6 +566,7 @@ LOADERS = {
     "thread_lifetimes": _thread_lifetimes,
     "teardown_contexts": _teardown_contexts,
     "init_time_flags": _init_time_flags,
+    "io_locks": _io_locks,
     "instances": _instances,
     "pseudo_locks": _pseudo_locks,
     "container_accessors": _container_accessors,
