@@ -247,12 +247,14 @@ class ReturnedMode(unittest.TestCase):
 
 class StubMacro(unittest.TestCase):
     """Fixture stub_macro with a macro whose body does name the function
-    (a wrapper, not the stub): the function may be called where the
-    macro is, with no lock known, and its load races with the store."""
+    (a wrapper, not the stub, and not just one call of it, whose calls
+    would be the function's: callers.py _entry_sites()): the function
+    may be called where the macro is, with no lock known, and its load
+    races with the store."""
 
     def test_a_macro_that_names_it(self):
         A, _ = analyse_edited(self, "stub_macro", "stub.c", "#endif",
-                              "#endif\n#define node_check_all(n) node_check(n)")
+                              "#endif\n#define node_check_all(n) do { node_check(n); } while (0)")
         got = {a.fn: (a.action, a.rule, getattr(a, "tier", None))
                for a in A.accesses if a.field == "size" and a.kind == "read"}
         self.assertEqual(got["node_check"], ("READ_ONCE", "unlocked-read", "paired"))
@@ -1659,6 +1661,37 @@ class OwnerMacro(unittest.TestCase):
                      if a.field == "stamp" and a.action != "none")
         self.assertEqual(got, [(30, "__bdump", "diagnostic-read"),
                                (43, "bthread", "unlocked-write")])
+
+
+class MacroCallers(unittest.TestCase):
+    def _err(self, A):
+        return sorted((a.line, a.fn, a.rule) for a in A.accesses
+                      if a.field == "err" and a.action != "none")
+
+    def test_a_macro_not_one_call_hides_the_callers_locks(self):
+        """Fixture macro_callers with mdev_set_err() not one call of
+        __mdev_set_err(): its callers' lock is not seen, so the store of
+        err is unlocked and pairs with mdev_stat()'s locked load."""
+        A, _ = analyse_edited(self, "macro_callers", "mdev.c",
+                              "#define mdev_set_err(d, e)\t__mdev_set_err((d), (e), __func__)\n",
+                              "#define mdev_set_err(d, e)\tdo { __mdev_set_err((d), (e), "
+                              "__func__); } while (0)\n")
+        got = self._err(A)
+        self.assertIn((25, "__mdev_set_err", "unlocked-write"), got)
+        self.assertIn((66, "mdev_stat", "racing-locked-read"), got)
+
+    def test_a_macro_call_without_the_lock(self):
+        """Fixture macro_callers with mdev_fail() calling mdev_set_err()
+        after it drops the lock: __mdev_set_err() is entered with nothing
+        in that context, and its store of err races with the load."""
+        A, _ = analyse_edited(self, "macro_callers", "mdev.c",
+                              "\tmdev_set_err(d, e);\n\tmdev_set_state(d, 2);\n"
+                              "\tspin_unlock(&d->lock);\n",
+                              "\tmdev_set_state(d, 2);\n\tspin_unlock(&d->lock);\n"
+                              "\tmdev_set_err(d, e);\n")
+        got = self._err(A)
+        self.assertIn((25, "__mdev_set_err", "unlocked-write"), got)
+        self.assertIn((66, "mdev_stat", "racing-locked-read"), got)
 
 
 class InitFlags(unittest.TestCase):

@@ -8,7 +8,9 @@ the execution contexts (handlers, what runs at any time).
 
 Reads .flows, .calls (sites_of()), .lockfns, .addr_taken, .macro_used,
 .P, and asks ownership.py whether a call passes a private object
-(escapes.without_private(): such a call says nothing about shared objects).
+(escapes.without_private(): such a call says nothing about shared objects)
+and which macros are each one call of a function (owners.macro_sites():
+their calls are its calls).
 Sets .entry ((file, fn) -> lock -> How), each access's .held
 (attach_held()), .any_time and .handover (contexts(), which returns the
 context of each handler and of its callees).  An access whose callers'
@@ -72,9 +74,8 @@ class Callers:
                 for n in names:
                     annot[key].pop(n, None)
             entry = self._fixed_point(self._shared_sites(), annot, None)
-        every = {key: self.live_sites(self.sites_of(fn)) for key, fn in self.src.funcs.items()
-                 if fn.name not in self.addr_taken and fn.name not in self.macro_used
-                 and self.sites_of(fn)}
+        every = {key: self.live_sites(sites) for key, sites in
+                 ((key, self._entry_sites(fn)) for key, fn in self.src.funcs.items()) if sites}
         states = self._fixed_point(every, annot, lambda n: "{=" in n)
         for key, held in states.items():
             for n, how in held.items():
@@ -196,18 +197,28 @@ class Callers:
     def _shared_sites(self):
         """function key -> its call sites, less those that pass an object
         private to the caller (all of them if every one does)."""
-        addr_taken = self.addr_taken
         # a call passing an object private to the caller (a stack struct, a
         # new object) says nothing about the lock of the shared ones
         live = {}
         for key, fn in self.src.funcs.items():
-            if fn.name in addr_taken or fn.name in self.macro_used:
-                continue
-            sites = self.live_sites(self.sites_of(fn))
+            sites = self._entry_sites(fn)
             if sites:
-                live[key] = sites
+                live[key] = self.live_sites(sites)
         self._prefetch_private(live.values())
         return {key: self.without_private(sites) for key, sites in live.items()}
+
+    def _entry_sites(self, fn):
+        """fn's call sites, whose locks it is entered with: None when its
+        callers are not all seen (its address is taken, a macro body
+        names it), but for a function named only by macros each of which
+        is one call of it: its own calls and the macros' (owners.py
+        macro_sites(); '#define foo(a, e) __foo((a), (e), __func__)')."""
+        if fn.name in self.addr_taken:
+            return None
+        if fn.name not in self.macro_used:
+            return self.sites_of(fn)
+        msites = self.macro_sites(fn.name)
+        return None if msites is None else self.sites_of(fn) + msites
 
     def _prefetch_private(self, site_lists):
         """The private-argument test of every call site without_private()
