@@ -1042,6 +1042,24 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertNotIn(("create_one", "quota_root"), got)
         self.assertEqual(got[("commit", "quota_root")], "READ_ONCE")
 
+    def test_a_lookup_locked_on_0_past_a_test_that_lets_an_error_through(self):
+        """Fixture lookup_ret0: past 'if (error && error != -ENOENT)' the
+        lock an 'acquire_ret0' lookup takes is held only where the object
+        it hands back is not NULL (lockconds.py); without the lookups as
+        lock functions obj_get()'s store races, and with 'if (error)' the
+        lock is held past the test."""
+        d = FIXTURES / "lookup_ret0"
+        own = json.loads((d / "policies.json").read_text())
+        own["lock_functions"] = [x for x in own["lock_functions"]
+                                 if x["op"] != "acquire_ret0"]
+        without = self.marks("lookup_ret0", json.dumps(own))
+        self.assertEqual(without[("obj_get", "val")], "WRITE_ONCE")
+        got = self.marks("lookup_ret0")
+        self.assertNotIn(("obj_get", "val"), got)
+        self.assertEqual(got[("obj_peek", "seen")], "READ_ONCE")
+        A, _ = analyse_edited(self, "lookup_ret0", "obj.c", "error && -ENOENT != error", "error")
+        self.assertEqual({(a.fn, a.field) for a in A.accesses if a.action != "none"}, set())
+
     def test_lock_handed_to_an_io(self):
         """The lock a submitter hands to its I/O (io_locks, lending.py):
         the work item that runs the completion holds it, a part's end_io
