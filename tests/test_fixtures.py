@@ -1060,6 +1060,28 @@ class DeclaredProtocols(unittest.TestCase):
         A, _ = analyse_edited(self, "lookup_ret0", "obj.c", "error && -ENOENT != error", "error")
         self.assertEqual({(a.fn, a.field) for a in A.accesses if a.action != "none"}, set())
 
+    def test_an_ops_entry_lock_of_one_table(self):
+        """Fixture ops_table_lock: an ops_entry_locks entry with "tables"
+        gives its lock to the methods of those ops tables only."""
+        d = FIXTURES / "ops_table_lock"
+        own = json.loads((d / "policies.json").read_text())
+        del own["ops_entry_locks"]
+        without = self.marks("ops_table_lock", json.dumps(own))
+        self.assertEqual(without[("buf_item_precommit", "error")], "WRITE_ONCE")
+        got = self.marks("ops_table_lock")
+        self.assertNotIn(("buf_item_precommit", "error"), got)
+        self.assertEqual(got[("note_item_precommit", "state")], "WRITE_ONCE")
+
+    def test_a_malformed_ops_table_lock_is_one_line(self):
+        from lkmm_mark.base import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "ops_table_lock", policies=json.dumps({
+                "ops_entry_locks": [{"member": "precommit", "tables": "buf_item_ops",
+                                     "lock": "buf_y.sema", "mode": "exclusive",
+                                     "reason": "r"}]}))
+        self.assertEqual(len(str(cm.exception).splitlines()), 1)
+        self.assertIn("tables", str(cm.exception))
+
     def test_lock_handed_to_an_io(self):
         """The lock a submitter hands to its I/O (io_locks, lending.py):
         the work item that runs the completion holds it, a part's end_io

@@ -40,7 +40,7 @@ class Callers:
         annot = {}
         # a method of an ops table the caller calls with a lock held
         # (policies 'ops_entry_locks': the VFS holds i_rwsem around ->unlink)
-        ops_entry = self._ops_members(self.P.ops_entry_locks)
+        ops_entry = self._ops_members(set(self.P.ops_entry_locks) | set(self.P.ops_table_locks))
         for key, fn in self.src.funcs.items():
             annot[key] = self._own_entry_locks(key, fn, ops_entry)
         # and the lock a submitter hands to its I/O's completion (lending.py)
@@ -186,9 +186,8 @@ class Callers:
                 held.setdefault(name, how)
         # (when the target also calls fn itself, entry_locks() keeps
         # only those its callers hold too: _unheld_ops_locks())
-        for member, f, line in ops_entry.get(fn.name, ()):
-            spec = self.P.ops_entry_locks[member]
-            for lk in [spec] + list(spec.get("also", ())):
+        for member, f, line, table in ops_entry.get(fn.name, ()):
+            for spec, lk in self.ops_locks_of(member, table):
                 held.setdefault(mode_name(lk["lock"], lk), How(
                     "held by the caller of ->%s (.%s = %s at %s:%d; %s)" % (
                         member, member, fn.name, _short(f), line, spec["reason"]), fn.line))

@@ -55,6 +55,7 @@ class Policies:
         self.contexts = []
         self.ops_contexts = {}     # ops-table member -> context ('.getattr = fn')
         self.ops_entry_locks = {}  # ops-table member -> lock the caller holds around it
+        self.ops_table_locks = {}  # member -> [the same, for the methods of some tables]
         self.container_accessors = {}  # FOO_I -> foo_inode: the struct embedding the argument
         self.param_locks = {}      # struct type -> spec: a parameter of that type holds a lock
         self.container_locks = {}  # struct -> spec: entries protected by their container's lock

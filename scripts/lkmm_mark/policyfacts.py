@@ -120,7 +120,16 @@ def _ops_entry_locks(P, f, entries):
                     and lk.get("mode") in ("read", "exclusive")):
                 raise _err(f, "ops entry lock %s: each lock needs a name and a mode, "
                            "read or exclusive", c["member"])
-        P.ops_entry_locks[c["member"]] = c
+        tables = c.get("tables")
+        if tables is None:
+            P.ops_entry_locks[c["member"]] = c
+        elif isinstance(tables, list) and tables and all(
+                isinstance(x, str) and x.isidentifier() for x in tables):
+            # the methods of those ops tables only
+            P.ops_table_locks.setdefault(c["member"], []).append(c)
+        else:
+            raise _err(f, "ops entry lock %s: tables must be a list of ops table names",
+                       c["member"])
 
 
 def _ops_contexts(P, f, entries):
