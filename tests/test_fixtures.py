@@ -247,12 +247,14 @@ class ReturnedMode(unittest.TestCase):
 
 class StubMacro(unittest.TestCase):
     """Fixture stub_macro with a macro whose body does name the function
-    (a wrapper, not the stub): the function may be called where the
-    macro is, with no lock known, and its load races with the store."""
+    (a wrapper, not the stub, and not just one call of it, whose calls
+    would be the function's: callers.py _entry_sites()): the function
+    may be called where the macro is, with no lock known, and its load
+    races with the store."""
 
     def test_a_macro_that_names_it(self):
         A, _ = analyse_edited(self, "stub_macro", "stub.c", "#endif",
-                              "#endif\n#define node_check_all(n) node_check(n)")
+                              "#endif\n#define node_check_all(n) do { node_check(n); } while (0)")
         got = {a.fn: (a.action, a.rule, getattr(a, "tier", None))
                for a in A.accesses if a.field == "size" and a.kind == "read"}
         self.assertEqual(got["node_check"], ("READ_ONCE", "unlocked-read", "paired"))
@@ -1040,6 +1042,79 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertNotIn(("create_one", "quota_root"), got)
         self.assertEqual(got[("commit", "quota_root")], "READ_ONCE")
 
+    def test_a_lookup_locked_on_0_past_a_test_that_lets_an_error_through(self):
+        """Fixture lookup_ret0: past 'if (error && error != -ENOENT)' the
+        lock an 'acquire_ret0' lookup takes is held only where the object
+        it hands back is not NULL (lockconds.py); without the lookups as
+        lock functions obj_get()'s store races, and with 'if (error)' the
+        lock is held past the test."""
+        d = FIXTURES / "lookup_ret0"
+        own = json.loads((d / "policies.json").read_text())
+        own["lock_functions"] = [x for x in own["lock_functions"]
+                                 if x["op"] != "acquire_ret0"]
+        without = self.marks("lookup_ret0", json.dumps(own))
+        self.assertEqual(without[("obj_get", "val")], "WRITE_ONCE")
+        got = self.marks("lookup_ret0")
+        self.assertNotIn(("obj_get", "val"), got)
+        self.assertEqual(got[("obj_peek", "seen")], "READ_ONCE")
+        A, _ = analyse_edited(self, "lookup_ret0", "obj.c", "error && -ENOENT != error", "error")
+        self.assertEqual({(a.fn, a.field) for a in A.accesses if a.action != "none"}, set())
+
+    def test_an_ops_entry_lock_of_one_table(self):
+        """Fixture ops_table_lock: an ops_entry_locks entry with "tables"
+        gives its lock to the methods of those ops tables only."""
+        d = FIXTURES / "ops_table_lock"
+        own = json.loads((d / "policies.json").read_text())
+        del own["ops_entry_locks"]
+        without = self.marks("ops_table_lock", json.dumps(own))
+        self.assertEqual(without[("buf_item_precommit", "error")], "WRITE_ONCE")
+        got = self.marks("ops_table_lock")
+        self.assertNotIn(("buf_item_precommit", "error"), got)
+        self.assertEqual(got[("note_item_precommit", "state")], "WRITE_ONCE")
+
+    def test_a_malformed_ops_table_lock_is_one_line(self):
+        from lkmm_mark.base import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "ops_table_lock", policies=json.dumps({
+                "ops_entry_locks": [{"member": "precommit", "tables": "buf_item_ops",
+                                     "lock": "buf_y.sema", "mode": "exclusive",
+                                     "reason": "r"}]}))
+        self.assertEqual(len(str(cm.exception).splitlines()), 1)
+        self.assertIn("tables", str(cm.exception))
+
+    def test_lock_handed_to_an_io(self):
+        """The lock a submitter hands to its I/O (io_locks, lending.py):
+        the work item that runs the completion holds it, a part's end_io
+        does not, and with a submitter that does not hold it the fact
+        gives nothing."""
+        d = FIXTURES / "io_lock"
+        own = json.loads((d / "policies.json").read_text())
+        del own["io_locks"]
+        without = self.marks("io_lock", json.dumps(own))
+        self.assertEqual(without[("buf_ioend", "error")], "READ_ONCE")
+        got = self.marks("io_lock")
+        self.assertNotIn(("buf_ioend", "error"), got)
+        self.assertEqual(got[("buf_end_io", "error")], "READ_ONCE")
+        self.assertEqual(got[("buf_peek", "state")], "READ_ONCE")
+        A, _ = analyse_edited(self, "io_lock", "buf.c", "int buf_peek(",
+                              "void buf_flush(struct buf_x *bp)\n{\n\tbuf_submit(bp);\n}\n\n"
+                              "int buf_peek(")
+        held = {k[1]: set(v) for k, v in A.entry.items()}
+        self.assertNotIn("buf_x.sema", held["buf_ioend_work"] | held["buf_ioend"])
+        got = {(a.fn, a.field): a.rule for a in A.accesses if a.kind == "write"}
+        self.assertEqual(got[("buf_ioend", "state")], "unlocked-write")
+        A = analyse_fixture(d)
+        self.assertIn("buf_x.sema", {k[1]: set(v) for k, v in A.entry.items()}["buf_ioend_work"])
+
+    def test_a_malformed_io_lock_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "io_lock", policies=json.dumps({"io_locks": [
+                {"lock": "buf_x.sema", "submit": "buf_submit", "completion": ["buf_ioend"],
+                 "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("io_locks", str(cm.exception))
+
     def test_configuration_handed_to_a_work_item(self):
         """A work item registered after a configuration test runs in that
         configuration (contexts.handed_states()), and a chain of calls that
@@ -1626,6 +1701,37 @@ class OwnerMacro(unittest.TestCase):
                      if a.field == "stamp" and a.action != "none")
         self.assertEqual(got, [(30, "__bdump", "diagnostic-read"),
                                (43, "bthread", "unlocked-write")])
+
+
+class MacroCallers(unittest.TestCase):
+    def _err(self, A):
+        return sorted((a.line, a.fn, a.rule) for a in A.accesses
+                      if a.field == "err" and a.action != "none")
+
+    def test_a_macro_not_one_call_hides_the_callers_locks(self):
+        """Fixture macro_callers with mdev_set_err() not one call of
+        __mdev_set_err(): its callers' lock is not seen, so the store of
+        err is unlocked and pairs with mdev_stat()'s locked load."""
+        A, _ = analyse_edited(self, "macro_callers", "mdev.c",
+                              "#define mdev_set_err(d, e)\t__mdev_set_err((d), (e), __func__)\n",
+                              "#define mdev_set_err(d, e)\tdo { __mdev_set_err((d), (e), "
+                              "__func__); } while (0)\n")
+        got = self._err(A)
+        self.assertIn((25, "__mdev_set_err", "unlocked-write"), got)
+        self.assertIn((66, "mdev_stat", "racing-locked-read"), got)
+
+    def test_a_macro_call_without_the_lock(self):
+        """Fixture macro_callers with mdev_fail() calling mdev_set_err()
+        after it drops the lock: __mdev_set_err() is entered with nothing
+        in that context, and its store of err races with the load."""
+        A, _ = analyse_edited(self, "macro_callers", "mdev.c",
+                              "\tmdev_set_err(d, e);\n\tmdev_set_state(d, 2);\n"
+                              "\tspin_unlock(&d->lock);\n",
+                              "\tmdev_set_state(d, 2);\n\tspin_unlock(&d->lock);\n"
+                              "\tmdev_set_err(d, e);\n")
+        got = self._err(A)
+        self.assertIn((25, "__mdev_set_err", "unlocked-write"), got)
+        self.assertIn((66, "mdev_stat", "racing-locked-read"), got)
 
 
 class InitFlags(unittest.TestCase):

@@ -255,7 +255,8 @@ class Accesses:
         c = self.__dict__.get("_memberlocks")
         if c is None:
             names = set(self.P.pseudo_locks)
-            for spec in list(self.P.ops_entry_locks.values()) + list(self.P.param_locks.values()):
+            for spec in list(self.P.ops_entry_locks.values()) + list(self.P.param_locks.values()) \
+                    + [x for v in self.P.ops_table_locks.values() for x in v]:
                 names.update(x["lock"] for x in [spec] + list(spec.get("also") or ()))
             for specs in self.P.lockfns.values():
                 for spec in specs if isinstance(specs, list) else [specs]:

@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Stage 2d: what holds when a function runs, from its callers and its
 registrations: the locks held on entry (annotations, assertions, lock
-parameters, ops methods, and those every caller holds: a fixed point),
+parameters, ops methods, the lock a submitter hands to its I/O (lending.py),
+and those every caller holds: a fixed point),
 the locksets of each calling context, the locks each access holds, and
 the execution contexts (handlers, what runs at any time).
 
 Reads .flows, .calls (sites_of()), .lockfns, .addr_taken, .macro_used,
 .P, and asks ownership.py whether a call passes a private object
-(escapes.without_private(): such a call says nothing about shared objects).
+(escapes.without_private(): such a call says nothing about shared objects)
+and which macros are each one call of a function (owners.macro_sites():
+their calls are its calls).
 Sets .entry ((file, fn) -> lock -> How), each access's .held
 (attach_held()), .any_time and .handover (contexts(), which returns the
 context of each handler and of its callees).  An access whose callers'
@@ -37,10 +40,12 @@ class Callers:
         annot = {}
         # a method of an ops table the caller calls with a lock held
         # (policies 'ops_entry_locks': the VFS holds i_rwsem around ->unlink)
-        ops_entry = self._ops_members(self.P.ops_entry_locks)
+        ops_entry = self._ops_members(set(self.P.ops_entry_locks) | set(self.P.ops_table_locks))
         for key, fn in self.src.funcs.items():
             annot[key] = self._own_entry_locks(key, fn, ops_entry)
-        for handed in (self.handed_locks(), self.handed_states()):
+        # and the lock a submitter hands to its I/O's completion (lending.py)
+        io = self.io_lent_locks()
+        for handed in (self.handed_locks(), self.handed_states(), io):
             for key, held in handed.items():
                 for n, how in held.items():
                     annot[key].setdefault(n, how)
@@ -61,14 +66,16 @@ class Callers:
         if lent:
             entry = self._fixed_point(self._shared_sites(), annot, None)
         unheld = self._unheld_ops_locks(ops_entry, entry)
+        for key, names in self.io_unheld(io, entry).items():
+            unheld.setdefault(key, set()).update(
+                n for n in names if annot[key].get(n) is io[key][n])
         if unheld:
             for key, names in unheld.items():
                 for n in names:
                     annot[key].pop(n, None)
             entry = self._fixed_point(self._shared_sites(), annot, None)
-        every = {key: self.live_sites(self.sites_of(fn)) for key, fn in self.src.funcs.items()
-                 if fn.name not in self.addr_taken and fn.name not in self.macro_used
-                 and self.sites_of(fn)}
+        every = {key: self.live_sites(sites) for key, sites in
+                 ((key, self._entry_sites(fn)) for key, fn in self.src.funcs.items()) if sites}
         states = self._fixed_point(every, annot, lambda n: "{=" in n)
         for key, held in states.items():
             for n, how in held.items():
@@ -179,9 +186,8 @@ class Callers:
                 held.setdefault(name, how)
         # (when the target also calls fn itself, entry_locks() keeps
         # only those its callers hold too: _unheld_ops_locks())
-        for member, f, line in ops_entry.get(fn.name, ()):
-            spec = self.P.ops_entry_locks[member]
-            for lk in [spec] + list(spec.get("also", ())):
+        for member, f, line, table in ops_entry.get(fn.name, ()):
+            for spec, lk in self.ops_locks_of(member, table):
                 held.setdefault(mode_name(lk["lock"], lk), How(
                     "held by the caller of ->%s (.%s = %s at %s:%d; %s)" % (
                         member, member, fn.name, _short(f), line, spec["reason"]), fn.line))
@@ -190,18 +196,28 @@ class Callers:
     def _shared_sites(self):
         """function key -> its call sites, less those that pass an object
         private to the caller (all of them if every one does)."""
-        addr_taken = self.addr_taken
         # a call passing an object private to the caller (a stack struct, a
         # new object) says nothing about the lock of the shared ones
         live = {}
         for key, fn in self.src.funcs.items():
-            if fn.name in addr_taken or fn.name in self.macro_used:
-                continue
-            sites = self.live_sites(self.sites_of(fn))
+            sites = self._entry_sites(fn)
             if sites:
-                live[key] = sites
+                live[key] = self.live_sites(sites)
         self._prefetch_private(live.values())
         return {key: self.without_private(sites) for key, sites in live.items()}
+
+    def _entry_sites(self, fn):
+        """fn's call sites, whose locks it is entered with: None when its
+        callers are not all seen (its address is taken, a macro body
+        names it), but for a function named only by macros each of which
+        is one call of it: its own calls and the macros' (owners.py
+        macro_sites(); '#define foo(a, e) __foo((a), (e), __func__)')."""
+        if fn.name in self.addr_taken:
+            return None
+        if fn.name not in self.macro_used:
+            return self.sites_of(fn)
+        msites = self.macro_sites(fn.name)
+        return None if msites is None else self.sites_of(fn) + msites
 
     def _prefetch_private(self, site_lists):
         """The private-argument test of every call site without_private()

@@ -62,10 +62,19 @@ def remember(out, taken, other, key):
             out.cond.setdefault(k, (key, h))
 
 
-def assigned(cond, name):
-    """cond without the entries a store to the variable name makes stale."""
+def assigned(cond, name, nonzero=False):
+    """cond without the entries a store to the variable name makes stale;
+    a store of a negative constant ('v = -EIO;', nonzero) keeps those
+    held while '!v' is true: they say nothing while v is not 0."""
     return {k: (v, h) for k, (v, h) in cond.items()
-            if v != name and not (v.startswith(PREFIX) and name in names_of(v))}
+            if v != name and not (v.startswith(PREFIX) and name in names_of(v)) or
+            nonzero and v == PREFIX + "! " + name}
+
+
+def negative_store(t, k):
+    """toks[k] is stored a negative constant: 'v = -EIO;'."""
+    return t[k + 1].text == "=" and t[k + 2].text == "-" and \
+        t[k + 3].kind in ("id", "num") and t[k + 4].text == ";"
 
 
 def held_when(cond, key):

@@ -17,8 +17,26 @@ with and did not release).  Reads .P.task_private, .calls, .flows,
 _decl_types(), _callers_of(); callers.entry_locks() asks lent_locks()
 with the entry locks found so far and adds what it returns to the
 functions of 'handed_to'.
+
+A lock a task hands to the I/O it submits (policies/ 'io_locks'): the
+task holds it where it calls a 'submit' function, and the I/O keeps it
+until the 'completion' function, run once the whole I/O is done,
+releases it (or wakes the submitter, which still holds it).  So the
+callbacks the submission registers that run the completion ('init_work(&w,
+fn)' where fn calls it, registered by the submit functions or a function
+they reach, or by a callback so registered: a bio's end_io that queues
+the work) are entered with it, for the submitter (io_lent_locks()); a
+callback of the submission that does not call the completion (a bio's
+end_io, one per part, run beside the submitter and the other parts)
+gets nothing.  The completion's other callers must hold it themselves
+(the fixed point), and the fact holds only where every submit function
+is entered with it (io_unheld(), asked after the fixed point; a
+completion that resubmits is a caller of the submit function that holds
+it when the completion does).  Reads .P.io_locks, .flows, .src.toks.
 """
 from . import csrc
+from .contexts import _callback_use
+from .lockmodes import mode_name
 from .lockstate import How
 from .source import _short
 from .tokutil import _scan_decls
@@ -94,6 +112,79 @@ class Lending:
                         todo.append(c)
             memo[key] = seen
         return memo[key]
+
+    def io_lent_locks(self):
+        """{function key: {lock: How}}: the callbacks each I/O lock's
+        submission registers that call its completion (policies/
+        'io_locks'), with the lock."""
+        out = {}
+        for spec in self.P.io_locks:
+            name = mode_name(spec["lock"], spec)
+            for f2, line, via in self._io_callbacks(spec):
+                out.setdefault((f2.file, f2.name), {})[name] = How(
+                    "%s, handed to the I/O its caller submits (%s() registers %s() at "
+                    "%s:%d, which runs %s(): %s)" % (
+                        spec["lock"], via.name, f2.name, _short(via.file), line,
+                        "()/".join(spec["completion"]), spec["reason"]), f2.line)
+        return out
+
+    def io_unheld(self, lent, entry):
+        """{function key: locks}: the locks io_lent_locks() gave (lent)
+        whose submit functions are not all entered with them (entry):
+        the I/O has no lock of its submitter to keep."""
+        bad = set()
+        for spec in self.P.io_locks:
+            name = mode_name(spec["lock"], spec)
+            for s in spec["submit"]:
+                for f in self.src.by_name.get(s, ()):
+                    e = entry.get((f.file, f.name), ())
+                    if name not in e and not (name.endswith(":r") and name[:-2] in e):
+                        bad.add(name)
+        return {key: {n for n in held if n in bad} for key, held in lent.items()
+                if bad & set(held)}
+
+    def _io_callbacks(self, spec):
+        """[(function, line, registering function)]: the callbacks
+        registered by spec's submit functions and what they reach, not
+        through the completion, that call the completion."""
+        stop = set(spec["completion"])
+        seen, todo, out = set(spec["submit"]), list(spec["submit"]), []
+        while todo:
+            for fn in self.src.by_name.get(todo.pop(), ()):
+                res = self.flows.get((fn.file, fn.name))
+                nxt = [(c, None) for (_, c, _) in (res.calls if res else ())]
+                nxt += _registered(self.src.toks[fn.file], fn, self.src.by_name,
+                                   self.P.non_calling)
+                for name, line in nxt:
+                    if name in stop or name not in self.src.by_name:
+                        continue
+                    if line is not None and self._calls_any(name, stop):
+                        out += [(f2, line, fn) for f2 in self.src.by_name[name]]
+                    if name not in seen:
+                        seen.add(name)
+                        todo.append(name)
+        return out
+
+    def _calls_any(self, name, names):
+        for fn in self.src.by_name.get(name, ()):
+            res = self.flows.get((fn.file, fn.name))
+            if any(c in names for (_, c, _) in (res.calls if res else ())):
+                return True
+        return False
+
+
+def _registered(toks, fn, names, non_calling):
+    """[(name, line)]: the target's functions fn's body hands on as a
+    callback ('x->m = f', 'reg(&w, f)'), not calls."""
+    out = []
+    for i in range(max(fn.body_start, 3), min(fn.body_end, len(toks) - 1)):
+        t = toks[i]
+        if t.kind != "id" or t.text not in names or toks[i + 1].text == "(":
+            continue
+        use = _callback_use(toks, i)
+        if use is not None and use[0] != "thread" and use[2] not in non_calling:
+            out.append((t.text, t.line))
+    return out
 
 
 def _own_types(toks, fn):

@@ -10,9 +10,93 @@ from .lockstate import How, merge
 ERR_TESTS = ("IS_ERR", "IS_ERR_OR_NULL")
 
 
+# the tests of 'v = f()' (f takes its lock when it returns 0) that find
+# v 0 on one branch, false or true, and not 0 on the other; the flow takes
+# f's locks as held on both, the non-zero one being an error path
+_ZERO_IF_FALSE = (["v"], ["v", "!=", "0"], ["v", "<", "0"])
+_ZERO_IF_TRUE = (["!", "v"], ["v", "==", "0"])
+
+
 class Conds:
     def cond(self, lo, hi, st):
         """A condition: returns (state if true, state if false)."""
+        t = self.t
+        if hi - lo > 3 and t[lo].text in ("likely", "unlikely") and t[lo + 1].text == "(" and \
+                self._match(lo + 1) == hi - 1:
+            return self.cond(lo + 2, hi - 1, st)
+        yes, no = self._cond(lo, hi, st)
+        return self._ret0_tested(lo, hi, yes, no) if self.ret0 else (yes, no)
+
+    def note_ret0(self, k, c, before, st):
+        """'v = f(.., &p, ..)' at toks[k] of a lock function that takes its
+        lock when it returns 0 (self.ret0): the locks it took, and p, the
+        one local handed by address that is NULL at the call
+        (_null_before(), the call in no loop): f hands the locked object back there when it succeeds, so
+        p is not NULL after the call exactly when f took them."""
+        t = self.t
+        if k < 3 or t[k - 1].text != "=" or t[k - 2].kind != "id" or \
+                t[k - 3].text in (".", "->"):
+            return
+        outs = [t[j + 1].text for j in range(k + 2, c) if t[j].text == "&" and
+                t[j - 1].text in ("(", ",") and t[j + 1].kind == "id" and
+                t[j + 2].text in (",", ")")]
+        nulls = [x for x in outs if self._null_before(x, k)] \
+            if not self.loops and not self._jumped_back(k) else []
+        self.ret0[t[k - 2].text] = ([n for n in st.held if n not in before.held],
+                                    nulls[0] if len(nulls) == 1 else None)
+
+    def _null_before(self, p, k):
+        """The local p is NULL at toks[k]: its last store before is 'p =
+        NULL' (or its declaration 'T *p = NULL'), in a block that encloses
+        toks[k], and it is not handed by address between."""
+        t = self.t
+        for q in range(k - 1, self.lo, -1):
+            if t[q].text != p or t[q - 1].text in (".", "->"):
+                continue
+            if t[q - 1].text in ("&", "++", "--"):
+                return False
+            if t[q + 1].text in correlate.STORES:
+                break
+        else:
+            return False
+        if [x.text for x in t[q + 1:q + 4]] not in (["=", "NULL", ";"], ["=", "NULL", ","]):
+            return False
+        depth = 0
+        for j in range(q, k):
+            depth += {"{": 1, "}": -1}.get(t[j].text, 0)
+            if depth < 0:
+                return False
+        return True
+
+    def _ret0_tested(self, lo, hi, yes, no):
+        """A test of v ('v = f()', f takes its lock when it returns 0)
+        that finds v 0 on neither branch ('if (v && v != -ENOENT)'): the
+        locks f took are held on neither, but where v is 0, or where the
+        local f handed them back in is not NULL (note_ret0()); a later
+        test that finds v 0 finds them held again."""
+        t = self.t
+        words = [x.text for x in t[lo:hi]]
+        for v, (got, p) in self.ret0.items():
+            if not any(t[j].text == v and t[j - 1].text not in (".", "->", "&")
+                       for j in range(lo, hi)):
+                # (a call handed &v, 'if (!check(&v))', may find v 0: not
+                # followed, as before)
+                continue
+            ors, ands = [[[("v" if w == v else w) for w in x] for x in _operands(words, op)]
+                         for op in ("||", "&&")]
+            key = p or correlate.PREFIX + "! " + v
+            if any(x in _ZERO_IF_FALSE for x in ors):
+                # 'if (v || !p)': v is 0 where it is false
+                no = _held_again(no, v)
+                yes = yes if len(ors) == 1 else _kept_while(yes, got, key)
+            elif any(x in _ZERO_IF_TRUE for x in ands):
+                yes = _held_again(yes, v)
+                no = no if len(ands) == 1 else _kept_while(no, got, key)
+            else:
+                yes, no = [_kept_while(s, got, key) for s in (yes, no)]
+        return yes, no
+
+    def _cond(self, lo, hi, st):
         t = self.t
         # find a trylock-like call directly in the condition
         k = lo
@@ -74,6 +158,16 @@ class Conds:
         flag some locks are kept with ('if (v)', 'if (v && ...)'), or that
         repeats a test whose branch took locks; None for any other."""
         t = self.t
+        if hi == lo + 2 and t[lo].text == "!" and t[lo + 1].kind == "id":
+            # 'if (!v)': held where it is false
+            v = t[lo + 1].text
+            ks = {k: h for k, (x, h) in st.cond.items() if x == v}
+            if ks:
+                s0 = self.expr(lo, hi, st)
+                s1 = s0.copy()
+                for k, h in ks.items():
+                    s1.held[k] = How("%s (kept while '%s' is true)" % (h.what, v), h.line)
+                return s0, s1
         if t[lo].kind == "id" and (lo + 1 == hi or t[lo + 1].text == "&&"):
             # 'if (v)' or 'if (v && ...)': the locks held while v is true
             # are held in the rest of the condition and in the branch
@@ -223,3 +317,48 @@ class Conds:
                                                    % (h.what, v), h.line))
                     self.res.at[j] = cur
                 j += 1
+
+
+def _operands(words, op):
+    """The operands of the condition words at its top level, split at
+    op ('||' or '&&'); the whole condition if it has another operator
+    there."""
+    out, depth = [[]], 0
+    for w in words:
+        if w in ("(", "["):
+            depth += 1
+        elif w in (")", "]"):
+            depth -= 1
+        elif depth == 0 and w in ("||", "&&", "?", ",") and w != op:
+            return [words]
+        if depth == 0 and w == op:
+            out.append([])
+            continue
+        out[-1].append(w)
+    return out
+
+
+def _kept_while(s, got, key):
+    """s without the locks got held, but held where key (State.cond: a
+    local not NULL, or a condition) is true."""
+    if s is None or not got or not any(n in s.held for n in got):
+        return s
+    s = s.copy()
+    for n in got:
+        h = s.held.pop(n, None)
+        if h is not None:
+            s.cond[n] = (key, h)
+    return s
+
+
+def _held_again(s, v):
+    """s where v is found 0: the locks kept while it is (_kept_while())."""
+    key = correlate.PREFIX + "! " + v
+    if s is None or not any(x == key for x, _ in s.cond.values()):
+        return s
+    s = s.copy()
+    for n, (x, h) in list(s.cond.items()):
+        if x == key:
+            del s.cond[n]
+            s.held[n] = How("%s (returned 0)" % h.what, h.line)
+    return s

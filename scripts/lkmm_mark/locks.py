@@ -47,6 +47,7 @@ class LockFlow(Conds):
         self.labels = {}            # label -> State merged from gotos
         self.loops = []             # stack of [break_state, continue_state]
         self.err_ptr = {}           # v -> locks 'v = f()' took if it is no error pointer
+        self.ret0 = {}              # v -> (locks 'v = f()' took if v is 0, the local f hands them in)
         # the locals whose being 0 the flow follows (correlate.py), for
         # the guard states kept while one is not 0
         self.tracked = correlate.tracked_locals(toks, lo, hi) if self.guards.any else ()
@@ -489,10 +490,13 @@ class LockFlow(Conds):
                 st = guards.at_member(t, k, hi, st, self.resolve, self.lo, self.hi)
             if tk.text in self.tracked:
                 st = correlate.zero_step(t, k, st)
+            if tk.text in self.ret0 and k + 1 < hi and t[k + 1].text in correlate.STORES \
+                    and not correlate.negative_store(t, k):
+                del self.ret0[tk.text]     # what 'v = f()' said is gone
             if st.cond and tk.kind == "id" and k + 1 < hi and t[k + 1].text in correlate.STORES:
                 # the flag (or a variable a remembered condition names) is
                 # assigned again: what it said is gone
-                kept = correlate.assigned(st.cond, tk.text)
+                kept = correlate.assigned(st.cond, tk.text, correlate.negative_store(t, k))
                 if len(kept) != len(st.cond):
                     st = st.copy()
                     st.cond = kept
@@ -516,6 +520,8 @@ class LockFlow(Conds):
                         # pointer when it takes nothing ('err_ptr')
                         self.err_ptr[t[k - 2].text] = [n for n in st.held
                                                        if n not in before.held]
+                    if spec["op"] == "acquire_ret0":
+                        self.note_ret0(k, c, before, st)
                     k = c + 1
                     continue
             k += 1

@@ -39,8 +39,16 @@ class OpsEntry:
             for i, t in enumerate(toks):
                 fn = self._ops_member_at(toks, i, members) if t.text in members else None
                 if fn is not None:
-                    out[fn].append((t.text, f, t.line))
+                    out[fn].append((t.text, f, t.line, _table_name(toks, i)))
         return out
+
+    def ops_locks_of(self, member, table):
+        """[(spec, lock)]: the ops_entry_locks of a method registered as
+        .member of the ops table named table (None: not known), with
+        those declared for that table only ('tables')."""
+        specs = [self.P.ops_entry_locks[member]] if member in self.P.ops_entry_locks else []
+        specs += [c for c in self.P.ops_table_locks.get(member, ()) if table in c["tables"]]
+        return [(c, lk) for c in specs for lk in [c] + list(c.get("also", ()))]
 
 
     def _unheld_ops_locks(self, ops_entry, entry):
@@ -61,10 +69,25 @@ class OpsEntry:
                     continue
                 common = _held_by_all(sites, entry, clocks)
                 common = set() if common is _TOP else common
-                for member, _, _ in regs:
-                    spec = self.P.ops_entry_locks[member]
-                    for lk in [spec] + list(spec.get("also", ())):
+                for member, _, _, table in regs:
+                    for _, lk in self.ops_locks_of(member, table):
                         n = mode_name(lk["lock"], lk)
                         if n not in common and not (n.endswith(":r") and n[:-2] in common):
                             out.setdefault((fn.file, fn.name), set()).add(n)
         return out
+
+
+def _table_name(toks, i):
+    """The name of the ops table whose initialiser holds toks[i] ('static
+    const struct S name = { ... .member = fn, ... };'), or None."""
+    depth = 0
+    for k in range(i - 1, max(i - 2000, 0), -1):
+        x = toks[k].text
+        if x == "}":
+            depth += 1
+        elif x == "{":
+            if depth == 0:
+                return toks[k - 2].text if k >= 2 and toks[k - 1].text == "=" and \
+                    toks[k - 2].kind == "id" else None
+            depth -= 1
+    return None

@@ -338,17 +338,27 @@ class Owners:
 
     def _macro_call_sites(self, name):
         """The keys of the functions that call name through the macros
-        that name it, when every definition of each is one call of name
+        that name it (macro_sites()), or None."""
+        sites = self.macro_sites(name)
+        return None if sites is None else [(s[0].file, s[0].name) for s in sites]
+
+    def macro_sites(self, name):
+        """The call sites (caller, state, index) of the macros that name
+        function name, when every definition of each is one call of name
         ('#define foo(a, m) __foo((a), __func__, (m))', in any
         configuration) and no macro body names those macros; else None
-        (a caller hidden in a macro, or a name pasted together)."""
-        defs = _call_macros(self.src)
-        naming = {m for m, _, ids in defs if name in ids}
-        if not naming or any(c != name for m, c, _ in defs if m in naming) or \
+        (a caller hidden in a macro, or a name pasted together).  Also
+        asked by callers.py for the locks such a function is entered with."""
+        memo = self.__dict__.setdefault("_macronaming", {})     # the sources alone
+        if name not in memo:
+            defs = _call_macros(self.src)
+            naming = {m for m, _, ids in defs if name in ids}
+            bad = not naming or any(c != name for m, c, _ in defs if m in naming) or \
                 any(naming & ids for _, _, ids in defs) or \
-                any(name.startswith(x) or name.endswith(x) for _, x in self._pasted_parts()):
-            return None
-        return [(s[0].file, s[0].name) for m in sorted(naming) for s in self.calls.get(m, ())]
+                any(name.startswith(x) or name.endswith(x) for _, x in self._pasted_parts())
+            memo[name] = None if bad else sorted(naming)
+        return None if memo[name] is None else \
+            [s for m in memo[name] for s in self.calls.get(m, ())]
 
     def _pasted_parts(self):
         """What macro bodies paste names from (scan.py _pasted())."""

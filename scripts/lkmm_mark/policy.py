@@ -35,6 +35,7 @@ SCHEMA = {
     "unlink_waits": list, "drains": list, "owned_structs": list, "thread_lifetimes": list,
     "teardown_contexts": list,
     "init_time_flags": list,
+    "io_locks": list,
 }
 
 
@@ -54,6 +55,7 @@ class Policies:
         self.contexts = []
         self.ops_contexts = {}     # ops-table member -> context ('.getattr = fn')
         self.ops_entry_locks = {}  # ops-table member -> lock the caller holds around it
+        self.ops_table_locks = {}  # member -> [the same, for the methods of some tables]
         self.container_accessors = {}  # FOO_I -> foo_inode: the struct embedding the argument
         self.param_locks = {}      # struct type -> spec: a parameter of that type holds a lock
         self.container_locks = {}  # struct -> spec: entries protected by their container's lock
@@ -86,6 +88,7 @@ class Policies:
         self.init_time_flags = []       # {field, bit, reason}: a flag bit only init sets
         self.thread_lifetimes = []  # {thread, stop, reason}: one thread per object, started when none runs
         self.teardown_contexts = []  # {entry, object: {function, arg}, reached_by, reason}
+        self.io_locks = []          # {lock, submit, completion, reason}: a lock an I/O keeps (lending.py)
         self.link_removers = set()  # list_del() and friends: a link taken apart
         self.link_tests = set()     # list_empty() and friends: a link only looked at
         self.sync_callers = set()

@@ -134,7 +134,16 @@ def _ops_entry_locks(P, f, entries):
                     and lk.get("mode") in ("read", "exclusive")):
                 raise _err(f, "ops entry lock %s: each lock needs a name and a mode, "
                            "read or exclusive", c["member"])
-        P.ops_entry_locks[c["member"]] = c
+        tables = c.get("tables")
+        if tables is None:
+            P.ops_entry_locks[c["member"]] = c
+        elif isinstance(tables, list) and tables and all(
+                isinstance(x, str) and x.isidentifier() for x in tables):
+            # the methods of those ops tables only
+            P.ops_table_locks.setdefault(c["member"], []).append(c)
+        else:
+            raise _err(f, "ops entry lock %s: tables must be a list of ops table names",
+                       c["member"])
 
 
 def _ops_contexts(P, f, entries):
@@ -480,6 +489,21 @@ def _init_time_flags(P, f, entries):
         P.init_time_flags.append(c)
 
 
+def _io_locks(P, f, entries):
+    for c in entries:
+        _need(f, c, ("lock", "submit", "completion", "reason"), "io_locks")
+        ok = isinstance(c["lock"], str) and "." in c["lock"] and \
+            c.get("mode", "exclusive") in ("exclusive", "read")
+        for k in ("submit", "completion"):
+            ok = ok and isinstance(c[k], list) and c[k] != [] and \
+                all(isinstance(x, str) and x.isidentifier() for x in c[k])
+        if not ok or set(c["submit"]) & set(c["completion"]):
+            raise _err(f, "io_locks %s: lock must be struct.field (mode exclusive or read), "
+                       "submit and completion two non-empty lists of other function names",
+                       json.dumps(c["lock"]))
+        P.io_locks.append(c)
+
+
 def _variants(P, f, entries):
     for c in entries:
         _need(f, c, ("field", "reason"), "variants")
@@ -565,6 +589,7 @@ LOADERS = {
     "thread_lifetimes": _thread_lifetimes,
     "teardown_contexts": _teardown_contexts,
     "init_time_flags": _init_time_flags,
+    "io_locks": _io_locks,
     "instances": _instances,
     "pseudo_locks": _pseudo_locks,
     "container_accessors": _container_accessors,
