@@ -1939,3 +1939,15 @@ class LastRefLock(unittest.TestCase):
         self.assertEqual(got[("rele", "flags")], ("READ_ONCE", "done"))
         self.assertEqual(got[("rele_block", "state")], ("READ_ONCE", "done"))
         self.assertEqual(got[("done", "flags")][0], "WRITE_ONCE")
+
+
+class PrivateParamMember(unittest.TestCase):
+    def test_a_shared_object_makes_the_member_pointer_shared(self):
+        """private_param_member with obj_alloc() handing item_init() an
+        object it looked up: the pointer to its embedded item is no longer
+        private, and the store races with item_owner()."""
+        A, _ = analyse_edited(self, "private_param_member", "item.c",
+                              "o = kzalloc(sizeof(*o), GFP_KERNEL);", "o = lookup(t, id);")
+        got = {(a.fn, a.field): (a.action, a.pair.fn if a.pair else None)
+               for a in A.accesses if a.field == "owner"}
+        self.assertEqual(got[("item_init", "owner")], ("WRITE_ONCE", "item_owner"))
