@@ -210,6 +210,10 @@ class CliErrors(unittest.TestCase):
                  "init_time_flags s.f: 'field' must be struct.field and 'bit' a flag name"),
                 ('{"init_time_flags": [{"field": "s.f", "reason": "r"}]}',
                  "init_time_flags entry without 'bit'"),
+                ('{"lifetime_counts": [{"field": "s", "reason": "r"}]}',
+                 "lifetime_counts s: 'field' must be struct.field"),
+                ('{"lifetime_counts": [{"field": "s.f"}]}',
+                 "lifetime_counts entry without 'reason'"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "implies": {"true": []}}]}',
                  "implies must map set or null"),
                 ('{"guards": [{"call": "f", "reason": "r", "implies": {"true": '

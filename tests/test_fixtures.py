@@ -1915,3 +1915,39 @@ class TwoObjectLocks(unittest.TestCase):
         self.assertEqual(got[("node_share", "flags", 68)], ("WRITE_ONCE", "unlocked-write"))
         self.assertEqual(got[("node_share_bad", "flags", 77)],
                          ("WRITE_ONCE", "unlocked-write"))
+
+
+class LastRefLock(unittest.TestCase):
+    def test_without_the_dec_and_lock_the_load_races(self):
+        """last_ref_lock with the release's atomic_dec_and_lock() replaced by
+        a call the analysis does not know: the flags load in rele() is no
+        longer in a window with no reference held, and races with done()."""
+        A, _ = analyse_edited(self, "last_ref_lock", "buf.c",
+                              "release = atomic_dec_and_lock(&bp->hold, &h->lock);",
+                              "release = buf_put_locked(&bp->hold, &h->lock);")
+        got = {(a.fn, a.field): (a.action, a.pair.fn if a.pair else None)
+               for a in A.accesses if a.kind == "read" and a.field == "flags"}
+        self.assertEqual(got[("rele", "flags")], ("READ_ONCE", "done"))
+
+    def test_without_the_lifetime_count_the_load_races(self):
+        """last_ref_lock without its lifetime_counts fact: the count may be
+        a resource's, not the buffer's own, so the loads of rele() and
+        rele_block() race with done(), and done()'s stores with them."""
+        A = analyse_fixture(FIXTURES / "last_ref_lock", policies="{}")
+        got = {(a.fn, a.field): (a.action, a.pair.fn if a.pair else None)
+               for a in A.accesses if a.field in ("flags", "state") and a.kind != "address"}
+        self.assertEqual(got[("rele", "flags")], ("READ_ONCE", "done"))
+        self.assertEqual(got[("rele_block", "state")], ("READ_ONCE", "done"))
+        self.assertEqual(got[("done", "flags")][0], "WRITE_ONCE")
+
+
+class PrivateParamMember(unittest.TestCase):
+    def test_a_shared_object_makes_the_member_pointer_shared(self):
+        """private_param_member with obj_alloc() handing item_init() an
+        object it looked up: the pointer to its embedded item is no longer
+        private, and the store races with item_owner()."""
+        A, _ = analyse_edited(self, "private_param_member", "item.c",
+                              "o = kzalloc(sizeof(*o), GFP_KERNEL);", "o = lookup(t, id);")
+        got = {(a.fn, a.field): (a.action, a.pair.fn if a.pair else None)
+               for a in A.accesses if a.field == "owner"}
+        self.assertEqual(got[("item_init", "owner")], ("WRITE_ONCE", "item_owner"))

@@ -6,7 +6,8 @@ markable (bitfields, arrays, __rcu pointers, aggregates), address taken,
 declared exceptions and task-private structs, life-cycle, dead and
 test-only code, objects private to the function at that point, and
 stores made where a reference count says no other task holds a
-reference.
+reference (and loads too, while a dec-and-lock that found the last
+reference gone still holds its lock).
 
 Reads .accesses, .src, .P, .dead, .dead_lines, .testonly, and asks
 private.py (_private_why()), owners.py (lifecycle_functions()) and
@@ -178,7 +179,7 @@ class Exclusions:
         why = self._private_why(a)
         if why is not None:
             return ("private", why)
-        if a.tok is not None and a.kind in ("write", "rmw"):
+        if a.tok is not None and a.kind in ("write", "rmw", "read"):
             why = self._zero_holders_at(a)
             if why:
                 return ("refcount-guarded", why)
@@ -214,13 +215,19 @@ class Exclusions:
             tests.add((a.struct, a.field))
         for a in self.accesses:
             if a.exclusion and a.exclusion[0] == "refcount-guarded" and \
-                    "no reference is held" in a.exclusion[1] and \
+                    a.kind != "read" and "no reference is held" in a.exclusion[1] and \
                     (a.struct, a.field) in tests:
                 a.exclusion = None
 
     # refcount_t calls whose true branch means 'no reference is left'
     _REF_ZERO = ("refcount_dec_and_test", "refcount_dec_and_lock",
                  "refcount_dec_and_lock_irqsave", "refcount_dec_and_mutex_lock")
+    # dec-and-lock calls: true with the last reference gone and the lock of
+    # the structure that finds the object held (the atomic_t forms are
+    # reference counts by their name: the lock they take is a lookup's)
+    _REF_ZERO_LOCKED = ("refcount_dec_and_lock", "refcount_dec_and_lock_irqsave",
+                        "refcount_dec_and_mutex_lock", "atomic_dec_and_lock",
+                        "atomic_dec_and_lock_irqsave", "atomic_dec_and_mutex_lock")
 
     def _zero_holders(self, fn):
         """Regions of fn where a reference count shows that no other task
@@ -228,7 +235,11 @@ class Exclusions:
         (refcount_read(&X->refs) > N) return;' (nobody beyond the N known
         holders), inside 'if (refcount_read(&X->refs) == 0) {...}', and
         inside the true branch of refcount_dec_and_test() and friends.
-        [(X, lo, hi, why)]: token range, X not assigned inside."""
+        Also, for the dec-and-lock forms, the window where their lock is
+        still held (_locked_windows()), where loads are safe too when
+        policies/ 'lifetime_counts' declares the count X's own.
+        [(X, lo, hi, why, count)]: token range, X not assigned inside;
+        count: the count member of such a window, else None."""
         key = (fn.file, fn.body_start)
         c = self._zhcache.get(key)
         if c is not None:
@@ -242,14 +253,10 @@ class Exclusions:
             r = self._zero_region(toks, k, hi)
             if r is None:
                 continue
-            x, region = r
-            rlo, rhi, why = region
-            for q in range(rlo, rhi - 1):
-                if toks[q].text == x and toks[q + 1].text == "=" and \
-                        toks[q - 1].text not in ("->", "."):
-                    rhi = q
-                    break
-            out.append((x, rlo, rhi, why))
+            x, (rlo, rhi, why) = r
+            out.append((x, rlo, _unassigned(toks, x, rlo, rhi), why, None))
+        for (x, rlo, rhi, why, cnt) in _locked_windows(toks, lo, hi, self._REF_ZERO_LOCKED):
+            out.append((x, rlo, _unassigned(toks, x, rlo, rhi), why, cnt))
         self._zhcache[key] = out
         return out
 
@@ -302,8 +309,13 @@ class Exclusions:
         if a.base is None or not re.fullmatch(r"\w+", a.base.strip()):
             return None
         x = a.base.strip()
-        for (name, lo, hi, why) in self._zero_holders(a.func):
-            if name == x and lo <= a.tok < hi:
+        for (name, lo, hi, why, cnt) in self._zero_holders(a.func):
+            if cnt is not None and "%s.%s" % (a.struct, cnt) not in self.P.lifetime_counts:
+                continue                 # a count that may be a resource's
+            if name == x and lo <= a.tok < hi and (cnt or a.kind != "read"):
+                if a.kind == "read":
+                    return "load of %s->%s %s: a task that stores it holds a reference " \
+                        "or that lock" % (x, a.field, why)
                 return "store to %s->%s %s: tasks that read it without the lock hold " \
                     "a reference" % (x, a.field, why)
         return None
@@ -324,3 +336,93 @@ def _handed_text(tp):
         return ""
     return " at a time (its task hands it to %s() and waits for them)" % (
         "(), ".join(tp["handed_to"]))
+
+
+def _locked_windows(toks, lo, hi, calls):
+    """The windows of toks[lo:hi] where a dec-and-lock call, CALL(&X->cnt,
+    LOCK), found the last reference of X gone and still holds LOCK: no task
+    holds a reference then, and one that finds X without one finds it
+    through what LOCK guards, so holds LOCK.  Two forms: 'if (CALL(..))
+    {...}' (its block), and 'v = CALL(..); if (!v) {... return|goto ...;}'
+    (the statements after that block).  A window ends at the first unlock
+    of LOCK or label; none without an unlock.  [(X, lo, hi, why, count)]."""
+    out = []
+    for k in range(lo + 1, hi - 8):
+        if toks[k].text not in calls or toks[k + 1].text != "(" or \
+                toks[k + 2].text != "&" or toks[k + 3].kind != "id" or \
+                toks[k + 4].text != "->" or toks[k + 5].kind != "id" or \
+                toks[k + 6].text != ",":
+            continue
+        cend = csrc.match_paren(toks, k + 1)
+        lock = [t.text for t in toks[k + 7:cend]]
+        start = None
+        if toks[k - 1].text == "(" and toks[k - 2].text == "if" and \
+                toks[cend + 1].text == ")" and toks[cend + 2].text == "{":
+            start = cend + 3
+        elif toks[k - 1].text == "=" and toks[k - 2].kind == "id" and \
+                toks[k - 3].text in (";", "{", "}") and toks[cend + 1].text == ";":
+            start = _after_refused(toks, cend + 2, toks[k - 2].text, hi)
+        if start is None or not lock:
+            continue
+        end = _unlock_or_label(toks, start, hi, lock)
+        if end is not None:
+            out.append((toks[k + 3].text, start, end,
+                        "in the branch where %s(&%s->%s, %s) says no reference is held "
+                        "(line %d), before that lock's unlock" % (
+                            toks[k].text, toks[k + 3].text, toks[k + 5].text,
+                            "".join(lock), toks[k].line), toks[k + 5].text))
+    return out
+
+
+def _after_refused(toks, k, v, hi):
+    """toks[k] starts 'if (!v) { ... return|goto ...; }' or 'if (!v)
+    return|goto ...;': the index after it, else None."""
+    if [t.text for t in toks[k:k + 5]] != ["if", "(", "!", v, ")"]:
+        return None
+    if toks[k + 5].text in ("return", "goto"):
+        e = k + 5
+        while e < hi and toks[e].text != ";":
+            e += 1
+        return e + 1 if e + 1 < hi else None
+    if toks[k + 5].text != "{":
+        return None
+    e = csrc.match_paren(toks, k + 5)
+    j = e - 1
+    if toks[j].text != ";":
+        return None
+    while j > k + 5 and toks[j - 1].text not in (";", "{", "}"):
+        j -= 1
+    if toks[j].text not in ("return", "goto"):
+        return None
+    return e + 1 if e + 1 < hi else None
+
+
+def _unlock_or_label(toks, k, hi, lock):
+    """The first unlock of the lock spelled 'lock' (its tokens), or label,
+    at or after toks[k]; None when the lock is not unlocked before hi."""
+    n = len(lock)
+    depth = 0
+    for q in range(k, hi):
+        t = toks[q].text
+        if t == "{":
+            depth += 1
+        elif t == "}":
+            depth -= 1
+            if depth < 0:
+                return None              # the enclosing block ends, still locked
+        elif toks[q].kind == "id" and toks[q + 1].text == ":" and \
+                toks[q - 1].text in (";", "{", "}"):
+            return q
+        elif "unlock" in t and toks[q + 1].text == "(" and \
+                [x.text for x in toks[q + 2:q + 2 + n]] == lock:
+            return q
+    return None
+
+
+def _unassigned(toks, x, lo, hi):
+    """The end of toks[lo:hi] cut at the first assignment of x."""
+    for q in range(lo, hi - 1):
+        if toks[q].text == x and toks[q + 1].text == "=" and \
+                toks[q - 1].text not in ("->", "."):
+            return q
+    return hi

@@ -36,6 +36,7 @@ SCHEMA = {
     "teardown_contexts": list,
     "init_time_flags": list,
     "io_locks": list,
+    "lifetime_counts": list,
 }
 
 
@@ -89,6 +90,7 @@ class Policies:
         self.thread_lifetimes = []  # {thread, stop, reason}: one thread per object, started when none runs
         self.teardown_contexts = []  # {entry, object: {function, arg}, reached_by, reason}
         self.io_locks = []          # {lock, submit, completion, reason}: a lock an I/O keeps (lending.py)
+        self.lifetime_counts = {}   # struct.field -> reason: an object's own reference count
         self.link_removers = set()  # list_del() and friends: a link taken apart
         self.link_tests = set()     # list_empty() and friends: a link only looked at
         self.sync_callers = set()

@@ -345,6 +345,14 @@ def _init_time_flags(P, f, entries):
         P.init_time_flags.append(c)
 
 
+def _lifetime_counts(P, f, entries):
+    for c in entries:
+        _need(f, c, ("field", "reason"), "lifetime_counts")
+        if not isinstance(c["field"], str) or not re.fullmatch(r"\w+\.\w+", c["field"]):
+            raise _err(f, "lifetime_counts %s: 'field' must be struct.field", c["field"])
+        P.lifetime_counts[c["field"]] = c["reason"]
+
+
 def _variants(P, f, entries):
     for c in entries:
         _need(f, c, ("field", "reason"), "variants")
@@ -419,6 +427,7 @@ LOADERS = {
     "teardown_contexts": _teardown_contexts,
     "init_time_flags": _init_time_flags,
     "io_locks": _io_locks,
+    "lifetime_counts": _lifetime_counts,
     "instances": _instances,
     "pseudo_locks": _pseudo_locks,
     "container_accessors": _container_accessors,

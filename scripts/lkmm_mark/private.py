@@ -110,6 +110,13 @@ class Private:
         out.update({n: w for n, w in pp.items() if w[1] != "ptr"})
         for n, w in self._ptr_locals(fn).items():
             out.setdefault(n, w)
+        if pp:
+            # 'lp = &p->m;' with p a private parameter: as private as p
+            emb = {n: w[0] for n, w in pp.items() if w[1] != "ptr"}
+            self._embedded_pointers(fn, emb)
+            for n, w in emb.items():
+                if n not in pp:
+                    out.setdefault(n, (w, "alloc"))
         if out:
             # a parameter assigned again is private only at some points
             # (_fresh_at()): its tree or list entries are not looked at
