@@ -1115,6 +1115,35 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertNotIn("\n", str(cm.exception))
         self.assertIn("io_locks", str(cm.exception))
 
+    def test_an_io_lock_handed_off_part_by_part(self):
+        """Fixture io_handoff: with "handoff", a part's end_io is kept
+        apart from the lock's holders (buf_set_flags()) and from the
+        submitter before its first handoff, not from the submitter's
+        store after one (buf_apply()'s empty part); without it, every
+        pair races."""
+        d = FIXTURES / "io_handoff"
+        own = json.loads((d / "policies.json").read_text())
+        del own["io_locks"][0]["handoff"]
+        without = self.marks("io_handoff", json.dumps(own))
+        self.assertEqual(without[("buf_part_end_io", "flags")], "READ_ONCE")
+        self.assertEqual(without[("buf_set_flags", "flags")], "WRITE_ONCE")
+        self.assertEqual(without[("buf_submit", "error")], "WRITE_ONCE")
+        got = self.marks("io_handoff")
+        for key in (("buf_part_end_io", "flags"), ("buf_set_flags", "flags"),
+                    ("buf_submit", "error")):
+            self.assertNotIn(key, got)
+        self.assertEqual(got[("buf_part_end_io", "error")], "READ_ONCE")
+        self.assertEqual(got[("buf_apply", "error")], "WRITE_ONCE")
+
+    def test_a_malformed_io_handoff_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        with self.assertRaises(UserError) as cm:
+            analyse_fixture(FIXTURES / "io_handoff", policies=json.dumps({"io_locks": [
+                {"lock": "buf_x.sema", "submit": ["buf_submit"], "completion": ["buf_ioend"],
+                 "handoff": "submit_part_x", "reason": "r"}]}))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIn("handoff", str(cm.exception))
+
     def test_configuration_handed_to_a_work_item(self):
         """A work item registered after a configuration test runs in that
         configuration (contexts.handed_states()), and a chain of calls that

@@ -41,7 +41,7 @@ NAMES = {
     "unlink_waits": [("call", "id")], "thread_lifetimes": [("thread", "id"), ("stop", "id")],
     "teardown_contexts": [("entry", "id"), ("object.function", "id"), ("reached_by", "id")],
     "init_time_flags": [("field", "field"), ("bit", "id")],
-    "io_locks": [("lock", "lock"), ("submit", "id"), ("completion", "id")],
+    "io_locks": [("lock", "lock"), ("submit", "id"), ("completion", "id"), ("handoff", "id")],
     "lifetime_counts": [("field", "field")],
     "variants": [("field", "field"), ("lookups.0.call", "id"), ("lookups.1.call", "id"),
                  ("bit", "id"), ("made_lists.0.list", "field"), ("made_lists.0.call", "id"),

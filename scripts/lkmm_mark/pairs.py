@@ -278,7 +278,7 @@ class Pairs:
             return "started"
         if self.torn_down(a) or self.torn_down(b):
             return "teardown"
-        if self._pair_excluded(b, a):
+        if self._pair_excluded(b, a) or self.io_parts_apart(a, b):
             return "locks"
         if self._owned_apart(a, b) or self.torn_apart(a, b):
             return "teardown"

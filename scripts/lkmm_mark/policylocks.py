@@ -138,6 +138,10 @@ def _io_locks(P, f, entries):
             raise _err(f, "io_locks %s: lock must be struct.field (mode exclusive or read), "
                        "submit and completion two non-empty lists of other function names",
                        json.dumps(c["lock"]))
+        h = c.get("handoff", [])
+        if not (isinstance(h, list) and all(isinstance(x, str) and x.isidentifier() for x in h)):
+            raise _err(f, "io_locks %s: handoff must be a list of function names",
+                       json.dumps(c["lock"]))
         P.io_locks.append(c)
 
 
