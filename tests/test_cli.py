@@ -214,6 +214,10 @@ class CliErrors(unittest.TestCase):
                  "lifetime_counts s: 'field' must be struct.field"),
                 ('{"lifetime_counts": [{"field": "s.f"}]}',
                  "lifetime_counts entry without 'reason'"),
+                ('{"held_members": [{"member": "bp", "lock": "s.l", "reason": "r"}]}',
+                 "held_members \"bp\": 'member' and 'lock' must be struct.field"),
+                ('{"held_members": [{"member": "s.bp", "lock": "s.l"}]}',
+                 "held_members entry without 'reason'"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "implies": {"true": []}}]}',
                  "implies must map set or null"),
                 ('{"guards": [{"call": "f", "reason": "r", "implies": {"true": '

@@ -22,7 +22,7 @@ ANALYSIS = ["analysis", "source", "tokutil", "accesses", "syntax", "scan", "call
             "exclusions", "protection", "races", "verdicts", "accessors", "contexts",
             "pairs", "guards", "doublefetch", "twostep", "flagargs", "instances", "variants",
             "opsentry", "forksplit", "lockstate", "lockmodes", "lockconds", "callctx",
-            "lockobjects", "locks", "nullargs", "waits", "handback", "diagflow",
+            "lockobjects", "heldobjects", "locks", "nullargs", "waits", "handback", "diagflow",
             "drains", "memberflags",
             "threads", "lending", "torn", "initflags", "workself",
             "newobjects"]

@@ -67,6 +67,12 @@ class CallGraph:
         for a in self.accesses:
             if a.func is not None and a.tok is not None:
                 by_func[(a.file, a.fn)].append(a)
+        # the loads of members policies/ 'held_members' declares (heldobjects.py)
+        self._held_toks = collections.defaultdict(dict)
+        for a in self.accesses:
+            lock = self.P.held_members.get("%s.%s" % (a.struct, a.field))
+            if lock is not None and a.kind == "read" and a.tok is not None:
+                self._held_toks[(a.file, a.fn)][a.tok] = lock
         self.flows = {}
         self.calls = collections.defaultdict(list)     # callee -> [(caller Function, State)]
         self._sites = {}                               # sites_of() cache, reset with calls
@@ -131,7 +137,8 @@ class CallGraph:
             return self.lock_name_of(f, toks, x, y)
 
         return LockFlow(toks, fn.body_start, fn.body_end + 1, self.flow_lockfns, resolve,
-                        want, self.guards, self.returned_flags).run(entry)
+                        want, self.guards, self.returned_flags,
+                        self.__dict__.get("_held_toks", {}).get((f, fn.name))).run(entry)
 
     def returned_flags(self, name):
         """The flag values every definition of the function name returns

@@ -43,6 +43,7 @@ NAMES = {
     "init_time_flags": [("field", "field"), ("bit", "id")],
     "io_locks": [("lock", "lock"), ("submit", "id"), ("completion", "id"), ("handoff", "id")],
     "lifetime_counts": [("field", "field")],
+    "held_members": [("member", "field"), ("lock", "lock")],
     "variants": [("field", "field"), ("lookups.0.call", "id"), ("lookups.1.call", "id"),
                  ("bit", "id"), ("made_lists.0.list", "field"), ("made_lists.0.call", "id"),
                  ("made_lists.1.list", "field"), ("made_lists.1.call", "id")],

@@ -14,7 +14,7 @@ macros; while (1) and for (;;) are left only by break), switch/case,
 break/continue, return, forward goto to labels.
 Backward gotos end their path (the label's state is already fixed).
 """
-from . import correlate, lockobjects
+from . import correlate, heldobjects, lockobjects
 from .lockconds import Conds
 from .lockmodes import HANDED, group_lock, hold_also, mode_name
 from .lockstate import How, State, merge
@@ -34,8 +34,10 @@ class FlowResult:
 class LockFlow(Conds):
     """Run over toks[lo:hi] (the body including braces)."""
 
-    def __init__(self, toks, lo, hi, lockfns, resolve, want, guards=None, returned=None):
+    def __init__(self, toks, lo, hi, lockfns, resolve, want, guards=None, returned=None,
+                 held=None):
         self.t = toks
+        self.held = heldobjects.Held(toks, lo, hi, held, lockfns)   # held_members
         self.returned = returned    # name -> the flag values it returns, or None
         self.guards = guards or NO_GUARDS   # state guards (guards.py)
         self.lo = lo
@@ -482,7 +484,7 @@ class LockFlow(Conds):
         while k < hi:
             tk = t[k]
             if k in want:
-                self.res.at[k] = lockobjects.at_access(t, k, st)
+                self.res.at[k] = self.held.at_access(k, lockobjects.at_access(t, k, st))
                 if guards is not None and tk.text in guards.members:
                     self.res.at[k] = guards.deref_state(t, k, self.res.at[k], self.resolve,
                                                         self.hi)
@@ -506,7 +508,8 @@ class LockFlow(Conds):
             if tk.kind == "id" and k + 1 < hi and t[k + 1].text == "(" and tk.text not in KEYWORDS:
                 spec = self.lockfns.get(tk.text)
                 self.res.calls.append((k, tk.text, self.guards.for_call(
-                    lockobjects.at_call(t, k, st, self._call_args))))
+                    lockobjects.at_call(t, k, self.held.at_call(k, st, self._call_args),
+                                        self._call_args))))
                 if spec and not skip_events:
                     c = self._match(k + 1)
                     # record the argument tokens with the state before the call

@@ -37,6 +37,7 @@ SCHEMA = {
     "init_time_flags": list,
     "io_locks": list,
     "lifetime_counts": list,
+    "held_members": list,
 }
 
 
@@ -91,6 +92,7 @@ class Policies:
         self.teardown_contexts = []  # {entry, object: {function, arg}, reached_by, reason}
         self.io_locks = []          # {lock, submit, completion, reason}: a lock an I/O keeps (lending.py)
         self.lifetime_counts = {}   # struct.field -> reason: an object's own reference count
+        self.held_members = {}      # struct.field -> lock: what the member points to its user holds
         self.link_removers = set()  # list_del() and friends: a link taken apart
         self.link_tests = set()     # list_empty() and friends: a link only looked at
         self.sync_callers = set()

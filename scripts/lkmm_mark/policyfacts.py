@@ -353,6 +353,16 @@ def _lifetime_counts(P, f, entries):
         P.lifetime_counts[c["field"]] = c["reason"]
 
 
+def _held_members(P, f, entries):
+    for c in entries:
+        _need(f, c, ("member", "lock", "reason"), "held_members")
+        if not all(isinstance(c[k], str) and re.fullmatch(r"\w+\.\w+", c[k])
+                   for k in ("member", "lock")):
+            raise _err(f, "held_members %s: 'member' and 'lock' must be struct.field",
+                       json.dumps(c["member"]))
+        P.held_members[c["member"]] = c["lock"]
+
+
 def _variants(P, f, entries):
     for c in entries:
         _need(f, c, ("field", "reason"), "variants")
@@ -428,6 +438,7 @@ LOADERS = {
     "init_time_flags": _init_time_flags,
     "io_locks": _io_locks,
     "lifetime_counts": _lifetime_counts,
+    "held_members": _held_members,
     "instances": _instances,
     "pseudo_locks": _pseudo_locks,
     "container_accessors": _container_accessors,
