@@ -217,7 +217,13 @@ class Detach:
         res = self.flows.get((fn.file, fn.name))
         types = self._decl_types(fn)
         stack = self._stack_structs(fn)
+        if not stack:
+            return out
+        # the calls _unlink_at() looks at, found by name first
+        names = set(self.P.unlinkers) | set(self.P.link_removers) | set(self.P.unlink_waits)
         for k in range(lo + 1, hi - 6):
+            if toks[k].text not in names:
+                continue
             u = self._unlink_at(fn, k, stack)
             if u is None:
                 continue

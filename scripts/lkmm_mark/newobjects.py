@@ -249,7 +249,9 @@ class NewObjects:
         inside that window, and one is."""
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
-        wins = [w for w in (self._flag_set_by(toks, k, hi, spec) for k in range(lo + 1, hi - 3))
+        setters = spec.get("set_by", ())
+        wins = [w for w in (self._flag_set_by(toks, k, hi, spec) for k in range(lo + 1, hi - 3)
+                            if toks[k].text in setters)
                 if w is not None]
         if len(wins) != 1:
             return False
