@@ -156,15 +156,21 @@ class Private:
         # entries moved in from elsewhere (list_splice_init_rcu() of a live
         # device list into a new set of devices) may still be reachable from
         # other structures: only containers filled with their own entries
-        for k in range(lo, hi - 2):
-            if toks[k].text.startswith(("list_splice", "list_move", "list_add")) and \
-                    toks[k + 1].text == "(":
+        # (the calls looked at are found through the function's identifiers)
+        ids = self._ids(fn)
+        movers = sorted(k for name, ks in ids.items()
+                        if name.startswith(("list_splice", "list_move", "list_add"))
+                        for k in ks if k < hi - 2)
+        for k in movers:
+            if toks[k + 1].text == "(":
                 for a, b in self._call_args(fn.file, k) or ():
                     x = head(a)
                     if x is not None:
                         priv = {n: w for n, w in priv.items() if n != x}
         nodes, out = {}, {}
-        for k in range(lo, hi - 4):
+        calls = sorted(j - 2 for name in self._FIRST | self._NEXT | set(self._ENTRY)
+                       for j in ids.get(name, ()) if lo <= j - 2 < hi - 4)
+        for k in calls:
             t = toks[k]
             if t.kind != "id" or toks[k + 1].text != "=" or toks[k + 3].text != "(":
                 continue
@@ -181,9 +187,9 @@ class Private:
                 if x is not None:
                     out[t.text] = ("an entry of the tree or list of %s, which is %s"
                                    % (x, priv[x][0]), priv[x][1])
-        for k in range(lo, hi - 2):
-            n = self._FOREACH.get(toks[k].text)
-            if n is None or toks[k + 1].text != "(":
+        for k in sorted(k for name in self._FOREACH for k in ids.get(name, ()) if k < hi - 2):
+            n = self._FOREACH[toks[k].text]
+            if toks[k + 1].text != "(":
                 continue
             args = self._call_args(fn.file, k)
             if args and len(args) > n and args[0][1] - args[0][0] == 1:
