@@ -268,7 +268,16 @@ class Private:
         # struct foo x;  (a stack object, not a pointer)
         priv = dict.fromkeys(self._stack_structs(fn), "stack object")
         lo, hi = fn.body_start, fn.body_end
-        for k in range(lo, hi if not stack_only else lo):
+        # the allocations, constructor calls and frees, found through the
+        # function's identifiers
+        ids = self._ids(fn)
+        cand = set()
+        if not stack_only:
+            for name in set(self.P.allocators) | set(self.constructors):
+                cand.update(j - 2 for j in ids.get(name, ()))
+            for name in self.P.freers:
+                cand.update(ids.get(name, ()))
+        for k in sorted(x for x in cand if lo <= x < hi):
             t = toks[k]
             # x = kzalloc(...)
             if t.kind == "id" and k + 3 < hi and toks[k + 1].text == "=" and \
@@ -286,7 +295,7 @@ class Private:
         # a stack object whose address escapes (&obj stored, passed to a
         # callback or to code that keeps it) is not private any more; nor
         # is one linked into a shared list or tree (&obj.node published)
-        for k in range(lo, hi - 2):
+        for k in range(lo, hi - 2 if priv else lo):
             if toks[k].text == "&" and toks[k + 1].text in priv and \
                     priv[toks[k + 1].text] == "stack object":
                 if toks[k + 2].text not in (".", "->", "["):
