@@ -158,19 +158,16 @@ class Private:
         # other structures: only containers filled with their own entries
         # (the calls looked at are found through the function's identifiers)
         ids = self._ids(fn)
-        movers = sorted(k for name, ks in ids.items()
-                        if name.startswith(("list_splice", "list_move", "list_add"))
-                        for k in ks if k < hi - 2)
-        for k in movers:
+        for k in _calls_of(ids, lambda n: n.startswith(("list_splice", "list_move", "list_add")),
+                           hi - 2):
             if toks[k + 1].text == "(":
                 for a, b in self._call_args(fn.file, k) or ():
                     x = head(a)
                     if x is not None:
                         priv = {n: w for n, w in priv.items() if n != x}
         nodes, out = {}, {}
-        calls = sorted(j - 2 for name in self._FIRST | self._NEXT | set(self._ENTRY)
-                       for j in ids.get(name, ()) if lo <= j - 2 < hi - 4)
-        for k in calls:
+        names = self._FIRST | self._NEXT | set(self._ENTRY)
+        for k in (j - 2 for j in _calls_of(ids, names.__contains__, hi - 2) if j - 2 >= lo):
             t = toks[k]
             if t.kind != "id" or toks[k + 1].text != "=" or toks[k + 3].text != "(":
                 continue
@@ -187,7 +184,7 @@ class Private:
                 if x is not None:
                     out[t.text] = ("an entry of the tree or list of %s, which is %s"
                                    % (x, priv[x][0]), priv[x][1])
-        for k in sorted(k for name in self._FOREACH for k in ids.get(name, ()) if k < hi - 2):
+        for k in _calls_of(ids, self._FOREACH.__contains__, hi - 2):
             n = self._FOREACH[toks[k].text]
             if toks[k + 1].text != "(":
                 continue
@@ -465,3 +462,9 @@ class Private:
             if root is not None:
                 return "'%s' is %s" % (root, det[root][0])
         return None
+
+
+def _calls_of(ids, named, end):
+    """The token indices below end, in order, of the identifiers of ids
+    (syntax.py _ids()) whose names named() accepts."""
+    return sorted(k for name, ks in ids.items() if named(name) for k in ks if k < end)
