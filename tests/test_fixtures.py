@@ -1980,3 +1980,33 @@ class PrivateParamMember(unittest.TestCase):
         got = {(a.fn, a.field): (a.action, a.pair.fn if a.pair else None)
                for a in A.accesses if a.field == "owner"}
         self.assertEqual(got[("item_init", "owner")], ("WRITE_ONCE", "item_owner"))
+
+
+class AssertInCallee(unittest.TestCase):
+    """Fixture assert_in_callee edited so that the assertion no longer
+    says what obj_mark_bad() is entered with: the report's read races
+    with the locked rename again (assertentry.py is what kept them
+    apart, not another rule)."""
+
+    def name_read(self, old, new):
+        A, _ = analyse_edited(self, "assert_in_callee", "mark.c", old, new)
+        return next((a.action, a.rule) for a in A.accesses
+                    if a.fn == "obj_report" and a.field == "name")
+
+    def test_called_in_a_branch(self):
+        self.assertEqual(self.name_read("\tobj_stale(o);\n}", "\tif (why)\n\t\tobj_stale(o);\n}"),
+                         ("data_race", "diagnostic-read"))
+
+    def test_lock_taken_before_the_call(self):
+        self.assertEqual(self.name_read("\tobj_stale(o);\n}",
+                                        "\tspin_lock(&o->lock);\n\tobj_stale(o);\n"
+                                        "\tspin_unlock(&o->lock);\n}"),
+                         ("data_race", "diagnostic-read"))
+
+    def test_after_a_return(self):
+        self.assertEqual(self.name_read("\tobj_stale(o);\n}", "\treturn;\n\tobj_stale(o);\n}"),
+                         ("data_race", "diagnostic-read"))
+
+    def test_another_object(self):
+        self.assertEqual(self.name_read("\tobj_stale(o);\n}", "\tobj_stale(obj_peer(o));\n}"),
+                         ("data_race", "diagnostic-read"))

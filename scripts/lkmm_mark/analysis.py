@@ -58,6 +58,7 @@ from .escapes import Escapes
 from .exclusions import Exclusions
 from .flagargs import FlagArgs
 from .memberflags import MemberFlags
+from .assertentry import AssertEntry
 from .handback import HandBack
 from .initflags import InitFlags
 from .instances import Instances
@@ -88,6 +89,7 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs,
+               AssertEntry,
                MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
                NewObjects,
                Owners, InitFlags, FieldValues, Exclusions, Protection, Races, Waits, Drains,

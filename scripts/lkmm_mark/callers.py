@@ -43,6 +43,11 @@ class Callers:
         ops_entry = self._ops_members(set(self.P.ops_entry_locks) | set(self.P.ops_table_locks))
         for key, fn in self.src.funcs.items():
             annot[key] = self._own_entry_locks(key, fn, ops_entry)
+        # a lock a callee handed the parameter on every path asserts
+        # (assertentry.py)
+        for key, held in self.assert_implied_locks().items():
+            for n, how in held.items():
+                annot[key].setdefault(n, how)
         # and the lock a submitter hands to its I/O's completion (lending.py)
         io = self.io_lent_locks()
         for handed in (self.handed_locks(), self.handed_states(), io):

@@ -273,7 +273,7 @@ class Contexts:
     def _context_sites(self, fn, sites, drop):
         """The call sites of fn (sites, None: all) that give it a calling
         context: None when none does, [] when only calls from drop do."""
-        if sites is None and fn.name in self.macro_used:
+        if sites is None and fn.name in self.macro_used and fn.name in self.wrapped:
             # named only in wrapper macros: their calls (scan.py)
             sites = [s for m in self.wrapped[fn.name] for s in self.calls.get(m, ())]
         elif sites is None:
