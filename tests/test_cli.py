@@ -192,6 +192,11 @@ class CliErrors(unittest.TestCase):
                  "'field' must be struct.field"),
                 ('{"work_items": [{"call": "f", "work": "0", "fn": 1, "reason": "r"}]}',
                  "work and fn must be argument numbers"),
+                ('{"waited_work": [{"call": "f", "work": 0, "fn": 1, "queue": "q", '
+                 '"wait": ["w"], "signal": ["s"], "reason": "r"}]}',
+                 "waited_work f: work and fn must be argument numbers, queue, wait"),
+                ('{"waited_work": [{"call": "f", "work": 0, "fn": 1, "reason": "r"}]}',
+                 "waited_work entry without 'queue'"),
                 ('{"unlink_waits": [{"call": "f", "arg": "0", "reason": "r"}]}',
                  "unlink_waits f: arg must be an argument number"),
                 ('{"unlink_waits": [{"call": "f", "arg": 1}]}',

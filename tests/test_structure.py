@@ -17,7 +17,8 @@ PACKAGE = "lkmm_mark"
 
 # the modules of the analysis (analysis.py and the parts Analysis is
 # composed of): the size limits below hold for these
-ANALYSIS = ["analysis", "assertentry", "source", "tokutil", "accesses", "syntax", "scan", "callgraph",
+ANALYSIS = ["analysis", "assertentry", "source", "tokutil", "accesses", "syntax", "scan",
+            "waitedwork", "callgraph",
             "callers", "escapes", "private", "unpublished", "values", "detach", "owners",
             "exclusions", "protection", "races", "verdicts", "accessors", "contexts",
             "pairs", "guards", "doublefetch", "twostep", "flagargs", "instances", "variants",

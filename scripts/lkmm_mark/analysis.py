@@ -82,13 +82,14 @@ from .unpublished import Unpublished
 from .newobjects import NewObjects
 from .values import FieldValues
 from .verdicts import Verdicts
+from .waitedwork import WaitedWork
 from .waits import Waits
 from .workself import WorkSelf
 
 __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 
-class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, CallGraph, FlagArgs,
+class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, WaitedWork, CallGraph, FlagArgs,
                AssertEntry,
                MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
                NewObjects,

@@ -311,22 +311,22 @@ class CallGraph:
         way than there)."""
         src = self.src
         addr_taken = set()
-        # a callback handed to a synchronous helper (list_sort(), bsearch(),
-        # rb_find()...) runs inside that call: the call is its call site
-        sync = collections.defaultdict(list)
-        not_sync = set()
+        # a callback handed to a synchronous helper (list_sort()...) runs inside
+        # that call, its call site; so does a waited-for work item's (waitedwork.py)
+        sync, not_sync = collections.defaultdict(list), set()
         state_at = {}
         for key, res in self.flows.items():
             for (k, name, st) in res.calls:
                 state_at[(key[0], k)] = st
-        ops = collections.defaultdict(set)      # name -> {(ops struct, member)}
-        not_ops = set()
+        ops, not_ops = collections.defaultdict(set), set()  # name -> {(ops struct, member)}
         for name, f, owner, jcall, member in scan["addr"]:
             addr_taken.add(name)
             if jcall is not None:
                 st = state_at.get((f, jcall[0]))
                 helper = src.toks[f][jcall[0]].text
-                if st is not None and helper not in self.P.sync_callers:
+                if helper in self.P.waited_work:
+                    st = self.waited_state(f, owner, jcall, state_at)
+                elif st is not None and helper not in self.P.sync_callers:
                     c = self._call_arg(src.toks[f], jcall[1], src.funcs[owner].body_start)
                     if c is None or not self._keeps_locks(helper, c[1], src.funcs[owner]):
                         st = None

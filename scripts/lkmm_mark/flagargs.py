@@ -310,7 +310,8 @@ def test_ranges(toks, fn, test):
     when what test(lo, hi) finds in the condition of an 'if' holds
     ((key, op, literal, whole) or None): the branch of the test; and, when
     the test is the whole condition, its else branch, or what follows
-    'if (...) return ...;' at the top level of the body, with op negated."""
+    'if (...) return ...;' or 'if (...) { ...; return ...; }' (no goto)
+    at the top level of the body, with op negated."""
     out = []
     for i in range(fn.body_start + 1, fn.body_end):
         if toks[i].text != "if" or toks[i + 1].text != "(":
@@ -326,10 +327,29 @@ def test_ranges(toks, fn, test):
             continue                # 'if (p && x)': p's truth is known in the branch only
         if toks[end + 1].text == "else":
             out.append((end, _branch_end(toks, end + 2, fn.body_end), key, _NEG[op], lit))
-        elif toks[close + 1].text == "return" and \
+        elif (toks[close + 1].text == "return" or _block_returns(toks, close + 1, end)) and \
                 next(_open_blocks(toks, fn.body_start, i), None) == fn.body_start:
             out.append((end, fn.body_end, key, _NEG[op], lit))
     return out
+
+
+def _block_returns(toks, a, end):
+    """toks[a:end + 1] is a block whose last statement is a return and
+    which holds no goto: every path through it leaves the function."""
+    if toks[a].text != "{" or toks[end - 1].text != ";" or \
+            any(toks[j].text == "goto" for j in range(a, end)):
+        return False
+    j, depth = end - 2, 0
+    while j > a:
+        t = toks[j].text
+        if t in (")", "]"):
+            depth += 1
+        elif t in ("(", "["):
+            depth -= 1
+        elif depth == 0 and t in (";", "{", "}"):
+            break
+        j -= 1
+    return toks[j + 1].text == "return"
 
 
 def _param_test(toks, lo, hi, names):

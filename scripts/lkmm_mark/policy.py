@@ -38,6 +38,7 @@ SCHEMA = {
     "io_locks": list,
     "lifetime_counts": list,
     "held_members": list,
+    "waited_work": list,
 }
 
 
@@ -70,6 +71,7 @@ class Policies:
         self.state_assertions = []  # {call, holds, reason}: an assertion of a guard's state
         self.variants = {}         # struct -> {field, lookups, reason}: two kinds of object (variants.py)
         self.work_items = []       # {call, work, fn, reason}: a non-reentrant work item's registration
+        self.waited_work = {}      # call -> {call, work, fn, queue, wait, signal, reason}: waitedwork.py
         self.roles = {}            # pointer field -> (struct, role): objects of distinct roles
         self.param_roles = {}      # (function, arg number) -> (struct, role): what every caller passes
         self.call_roles = {}       # function -> (struct, role): what it returns

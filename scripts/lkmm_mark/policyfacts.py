@@ -304,6 +304,17 @@ def _work_items(P, f, entries):
         P.work_items.append(c)
 
 
+def _waited_work(P, f, entries):
+    for c in entries:
+        _need(f, c, ("call", "work", "fn", "queue", "wait", "signal", "reason"), "waited_work")
+        if not all(isinstance(c[k], int) and not isinstance(c[k], bool) and c[k] >= 0
+                   for k in ("work", "fn")) or \
+                not all(isinstance(c[k], list) and c[k] for k in ("queue", "wait", "signal")):
+            raise _err(f, "waited_work %s: work and fn must be argument numbers, "
+                       "queue, wait and signal lists of calls", c["call"])
+        P.waited_work[c["call"]] = c
+
+
 def _unlink_waits(P, f, entries):
     for c in entries:
         _need(f, c, ("call", "arg", "reason"), "unlink_waits")
@@ -432,6 +443,7 @@ LOADERS = {
     "state_assertions": _state_assertions,
     "variants": _variants,
     "work_items": _work_items,
+    "waited_work": _waited_work,
     "unlink_waits": _unlink_waits,
     "thread_lifetimes": _thread_lifetimes,
     "teardown_contexts": _teardown_contexts,

@@ -116,7 +116,8 @@ class SourceScan:
                     c = self._call_arg(toks, i, owner[0].body_start) if owner else None
                     jcall = None
                     amp = toks[i - 1].text == "&"            # '&foo_initxattrs'
-                    if c and (c[0] in self.P.sync_callers or (c[0], c[1]) in call_only) and \
+                    if c and (c[0] in self.P.sync_callers or c[0] in self.P.waited_work or
+                              (c[0], c[1]) in call_only) and \
                             toks[i - 1 - amp].text in (",", "(") and \
                             toks[i + 1].text in (",", ")"):
                         # the helper's call, the callback's name
