@@ -36,7 +36,7 @@ Reads .src, .params(), ._call_args(), .sites_of().  Sets
 nothing but its cache (_flagcache).
 """
 from . import csrc
-from .tokutil import _branch_end, _open_blocks
+from .tokutil import _branch_end, _last_stmt, _open_blocks
 
 _NEG = {"!=": "==", "==": "!=", ">": "<=", "<=": ">", "<": ">=", ">=": "<"}
 
@@ -336,20 +336,10 @@ def test_ranges(toks, fn, test):
 def _block_returns(toks, a, end):
     """toks[a:end + 1] is a block whose last statement is a return and
     which holds no goto: every path through it leaves the function."""
-    if toks[a].text != "{" or toks[end - 1].text != ";" or \
-            any(toks[j].text == "goto" for j in range(a, end)):
+    if toks[a].text != "{" or any(toks[j].text == "goto" for j in range(a, end)):
         return False
-    j, depth = end - 2, 0
-    while j > a:
-        t = toks[j].text
-        if t in (")", "]"):
-            depth += 1
-        elif t in ("(", "["):
-            depth -= 1
-        elif depth == 0 and t in (";", "{", "}"):
-            break
-        j -= 1
-    return toks[j + 1].text == "return"
+    last = _last_stmt(toks, a, end)
+    return last is not None and toks[last].text == "return"
 
 
 def _param_test(toks, lo, hi, names):
