@@ -13,7 +13,7 @@ import collections
 
 from . import csrc, kinds as kinds_mod
 from .source import Access
-from .tokutil import _scan_decls
+from .tokutil import _scan_decls, own_decls
 
 
 class Accesses:
@@ -153,14 +153,8 @@ class Accesses:
         cache = getattr(func, "_types", None)
         if cache is not None:
             return cache
-        toks = self.src.toks[func.file]
-        # parameter list: from the name to the body
-        i = func.body_start - 1
-        while i > 0 and not (toks[i].kind == "id" and toks[i].text == func.name
-                             and toks[i + 1].text == "("):
-            i -= 1
-        types = {}
-        _scan_decls(toks, i, func.body_end, func.body_start, types)
+        # the parameter list and the body's declarations
+        types = dict(own_decls(self.src.toks[func.file], func))
         for k, v in self._file_types(func.file).items():
             types.setdefault(k, v)
         func._types = types

@@ -221,7 +221,7 @@ ANNOT = {"__must_hold", "__releases", "__acquires", "__attribute__", "__printf",
 
 class Function:
     __slots__ = ("name", "file", "line", "body_start", "body_end", "annots", "static",
-                 "ret", "_types", "broken")
+                 "ret", "_types", "_own_decls", "broken")
 
     def __init__(self, name, file, line, body_start, body_end, annots, static, ret):
         self.name = name
@@ -233,6 +233,7 @@ class Function:
         self.static = static
         self.ret = ret                 # return type text
         self._types = None
+        self._own_decls = None         # tokutil.own_decls()
         self.broken = False
 
 

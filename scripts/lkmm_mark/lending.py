@@ -51,7 +51,7 @@ from .contexts import _callback_use
 from .lockmodes import mode_name
 from .lockstate import How
 from .source import _short
-from .tokutil import _is_label, _scan_decls, _stmt_end
+from .tokutil import _is_label, _stmt_end, own_decls
 
 
 class Lending:
@@ -298,13 +298,7 @@ def _registered(toks, fn, names, non_calling):
 def _own_types(toks, fn):
     """The structs fn's parameters and locals point to (not the file's
     declarations, which are also the members of its structs)."""
-    i = fn.body_start - 1
-    while i > 0 and not (toks[i].kind == "id" and toks[i].text == fn.name
-                         and toks[i + 1].text == "("):
-        i -= 1
-    types = {}
-    _scan_decls(toks, i, fn.body_end, fn.body_start, types)
-    return {csrc.struct_name(t) for t in types.values()}
+    return {csrc.struct_name(t) for t in own_decls(toks, fn).values()}
 
 
 def _expand(name, macros, names, depth=4):

@@ -270,10 +270,10 @@ class Private:
         ids = self._ids(fn)
         cand = set()
         if not stack_only:
-            for name in set(self.P.allocators) | set(self.constructors):
-                cand.update(j - 2 for j in ids.get(name, ()))
-            for name in self.P.freers:
-                cand.update(ids.get(name, ()))
+            for name in ids.keys() & self._maker_names():
+                cand.update(j - 2 for j in ids[name])
+            for name in ids.keys() & self.P.freers:
+                cand.update(ids[name])
         for k in sorted(x for x in cand if lo <= x < hi):
             t = toks[k]
             # x = kzalloc(...)
@@ -292,18 +292,29 @@ class Private:
         # a stack object whose address escapes (&obj stored, passed to a
         # callback or to code that keeps it) is not private any more; nor
         # is one linked into a shared list or tree (&obj.node published)
-        for k in range(lo, hi - 2 if priv else lo):
-            if toks[k].text == "&" and toks[k + 1].text in priv and \
-                    priv[toks[k + 1].text] == "stack object":
+        for name in [n for n, w in priv.items() if w == "stack object"]:
+            for k in (j - 1 for j in ids.get(name, ()) if lo <= j - 1 < hi - 2):
+                if toks[k].text != "&":
+                    continue
                 if toks[k + 2].text not in (".", "->", "["):
                     if self._addr_escapes(fn, k):
-                        priv.pop(toks[k + 1].text)
+                        priv.pop(name)
+                        break
                 elif toks[k + 2].text == "." and self._published(toks, k, lo):
-                    priv.pop(toks[k + 1].text)
+                    priv.pop(name)
+                    break
         if not stack_only and priv:
             self._fresh_members(fn, priv)
             self._embedded_pointers(fn, priv)
         return priv
+
+    def _maker_names(self):
+        """The allocators and the constructors (find_constructors())."""
+        c = self.__dict__.get("_maker_set")
+        if c is None or c[0] is not self.constructors:
+            c = self._maker_set = (self.constructors,
+                                frozenset(self.P.allocators) | frozenset(self.constructors))
+        return c[1]
 
     def _mixed_pointers(self, fn, priv):
         """name -> [(end of the statement, whether the value is fresh)] for

@@ -48,12 +48,26 @@ def _owner(fns, starts, i):
     return []
 
 
+_AGGREGATES = {}
+
+
+def _aggregate_keywords(toks):
+    """The sorted indices of toks' 'struct' and 'union' tokens (kept with
+    the list, so that its id is not reused while it is remembered)."""
+    c = _AGGREGATES.get(id(toks))
+    if c is None or c[0] is not toks:
+        c = _AGGREGATES[id(toks)] = (toks, [k for k, t in enumerate(toks)
+                                            if t.text in ("struct", "union")])
+    return c[1]
+
+
 def _scan_decls(toks, lo, hi, body, types):
     """Record 'struct x *a, b[N], *c = ...' declarations in toks[lo:hi]
     into types (name -> 'x').  Before index body (a parameter list) each
     'struct x' declares one name."""
-    for k in range(lo, hi - 2):
-        if toks[k].text not in ("struct", "union") or toks[k + 1].kind != "id":
+    where = _aggregate_keywords(toks)
+    for k in where[bisect.bisect_left(where, lo):bisect.bisect_left(where, hi - 2)]:
+        if toks[k + 1].kind != "id":
             continue
         st = toks[k + 1].text
         j = k + 2
@@ -74,6 +88,21 @@ def _scan_decls(toks, lo, hi, body, types):
             if m >= hi or toks[m].text != ",":
                 break
             j = m + 1
+
+
+def own_decls(toks, fn):
+    """name -> struct of fn's parameters and locals ('struct x *a'), not
+    the file's top-level declarations; remembered with fn."""
+    c = getattr(fn, "_own_decls", None)
+    if c is None:
+        i = fn.body_start - 1
+        while i > 0 and not (toks[i].kind == "id" and toks[i].text == fn.name
+                             and toks[i + 1].text == "("):
+            i -= 1
+        c = {}
+        _scan_decls(toks, i, fn.body_end, fn.body_start, c)
+        fn._own_decls = c
+    return c
 
 
 def _designated_init(toks, i):
