@@ -1325,6 +1325,17 @@ class DeclaredProtocols(unittest.TestCase):
         self.assertEqual(without[("fix_len", "flcount")], "READ_ONCE")
         self.assertNotIn(("fix_len", "flcount"), self.marks("locked_member_state"))
 
+    def test_a_list_of_locked_objects(self):
+        """locked_list without its 'locked_lists' fact: what submit_wait()
+        takes off its wait list is not known locked, and buf_wait()'s read
+        races with buf_fail()'s locked store."""
+        d = FIXTURES / "locked_list"
+        p = json.loads((d / "policies.json").read_text())
+        del p["locked_lists"]
+        without = self.marks("locked_list", json.dumps(p))
+        self.assertEqual(without[("buf_wait", "error")], "READ_ONCE")
+        self.assertNotIn(("buf_wait", "error"), self.marks("locked_list"))
+
     def test_a_state_pinned_by_an_assertion_against_one_the_lock_pins(self):
         """pinned_state without its guard: grp_remove()'s read after
         BUG_ON(!g->ro) races with the stores made where ro was found 0
