@@ -223,6 +223,10 @@ class CliErrors(unittest.TestCase):
                  "held_members \"bp\": 'member' and 'lock' must be struct.field"),
                 ('{"held_members": [{"member": "s.bp", "lock": "s.l"}]}',
                  "held_members entry without 'reason'"),
+                ('{"locked_lists": [{"function": "f", "arg": "1", "lock": "s.l", "reason": "r"}]}',
+                 "locked_lists \"f\": it needs \"function\", \"arg\" (an argument number)"),
+                ('{"locked_lists": [{"function": "f", "arg": 1, "lock": "s.l"}]}',
+                 "locked_lists entry without 'reason'"),
                 ('{"guards": [{"field": "s.f", "reason": "r", "implies": {"true": []}}]}',
                  "implies must map set or null"),
                 ('{"guards": [{"call": "f", "reason": "r", "implies": {"true": '

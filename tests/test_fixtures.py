@@ -1314,6 +1314,28 @@ class DeclaredProtocols(unittest.TestCase):
             self.assertEqual(without[site], "READ_ONCE", site)
             self.assertNotIn(site, self.marks("state_guard"), site)
 
+    def test_a_member_state_implies_its_lock_in_callees(self):
+        """locked_member_state without its guard: fix_len(), reached only
+        where alloc() found hdr_bp set, no longer holds the header
+        buffer's lock, and its read races with put_free()'s store."""
+        d = FIXTURES / "locked_member_state"
+        p = json.loads((d / "policies.json").read_text())
+        del p["guards"]
+        without = self.marks("locked_member_state", json.dumps(p))
+        self.assertEqual(without[("fix_len", "flcount")], "READ_ONCE")
+        self.assertNotIn(("fix_len", "flcount"), self.marks("locked_member_state"))
+
+    def test_a_list_of_locked_objects(self):
+        """locked_list without its 'locked_lists' fact: what submit_wait()
+        takes off its wait list is not known locked, and buf_wait()'s read
+        races with buf_fail()'s locked store."""
+        d = FIXTURES / "locked_list"
+        p = json.loads((d / "policies.json").read_text())
+        del p["locked_lists"]
+        without = self.marks("locked_list", json.dumps(p))
+        self.assertEqual(without[("buf_wait", "error")], "READ_ONCE")
+        self.assertNotIn(("buf_wait", "error"), self.marks("locked_list"))
+
     def test_a_state_pinned_by_an_assertion_against_one_the_lock_pins(self):
         """pinned_state without its guard: grp_remove()'s read after
         BUG_ON(!g->ro) races with the stores made where ro was found 0

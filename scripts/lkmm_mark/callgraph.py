@@ -62,7 +62,7 @@ class CallGraph:
         self.guards = Guards(self.P.guards, self.P.state_assertions)
         # and, for the lock flow only, the wrappers that hand a locked
         # object back through a parameter (handback.py)
-        self.flow_lockfns = dict(self.lockfns, **self.handed_back_lockfns())
+        self.flow_lockfns = dict(self.lockfns, **self.handed_back_lockfns(), **self.P.locked_lists)
         by_func = collections.defaultdict(list)
         for a in self.accesses:
             if a.func is not None and a.tok is not None:

@@ -44,6 +44,7 @@ NAMES = {
     "io_locks": [("lock", "lock"), ("submit", "id"), ("completion", "id"), ("handoff", "id")],
     "lifetime_counts": [("field", "field")],
     "held_members": [("member", "field"), ("lock", "lock")],
+    "locked_lists": [("function", "id"), ("lock", "lock")],
     "variants": [("field", "field"), ("lookups.0.call", "id"), ("lookups.1.call", "id"),
                  ("bit", "id"), ("made_lists.0.list", "field"), ("made_lists.0.call", "id"),
                  ("made_lists.1.list", "field"), ("made_lists.1.call", "id")],

@@ -18,6 +18,17 @@ goes.
   took it with one that kept the value it had before (a loop that reads a
   block only when the one it has is not the one it needs).
 
+A list can hold locked objects too (policies/ 'locked_lists'): a function
+declared to return with every object it put on the list its argument
+'arg' points to held locked by its caller's task (a batched write-back
+that locks each buffer, moves it to the wait list and submits it).  A
+local list head of the caller ('LIST_HEAD(l);') handed to it as '&l',
+and otherwise only tested ('list_empty(&l)') and taken from
+('v = list_first_entry(&l, T, m);', after the call), holds nothing else:
+the take acquires the lock, which the release handed v drops.  A loop
+'while (!list_empty(&l))' must take each entry off the list, or it never
+ends, so an entry released is not taken again.
+
 Reads: the member tokens the accesses say load a declared member
 (callgraph.py).  Sets nothing."""
 from .csrc import base_start
@@ -145,6 +156,64 @@ def _with(st, lock, line):
 
 
 
+def _arg_no(t, j, lo):
+    """The number of the argument toks[j] is in, in the call around it."""
+    depth, n = 0, 0
+    while j > lo:
+        j -= 1
+        x = t[j].text
+        if x in (")", "]"):
+            depth += 1
+        elif x in ("(", "["):
+            if depth == 0:
+                return n
+            depth -= 1
+        elif x == "," and depth == 0:
+            n += 1
+    return n
+
+
+def _list_heads(t, lo, hi):
+    """The local list heads the body declares: 'LIST_HEAD(l);'."""
+    return {t[j + 2].text: j + 2 for j in range(lo, hi - 4)
+            if t[j].text == "LIST_HEAD" and t[j + 1].text == "(" and
+            t[j + 2].kind == "id" and t[j + 3].text == ")"}
+
+
+def locked_list_takes(t, lo, hi, lockfns):
+    """token index of 'list_first_entry' -> the acquire spec of a take from
+    a local list only a 'locked_lists' function filled (see above)."""
+    fills = {n: sp for n, sp in lockfns.items() if sp.get("op") == "acquire_list"}
+    out = {}
+    for name, d in (_list_heads(t, lo, hi) if fills else {}).items():
+        uses = [j for j in range(lo, hi) if t[j].text == name and t[j].kind == "id" and
+                j != d and t[j - 1].text not in ("->", ".")]
+        filled, takes = [], []
+        for j in uses:
+            fn = _callee(t, j, lo)
+            whole = t[j - 1].text == "&" and t[j - 2].text in ("(", ",") and \
+                t[j + 1].text in (",", ")")
+            if whole and fn in fills and _arg_no(t, j - 1, lo) == fills[fn]["arg"]:
+                filled.append((j, fills[fn]))
+            elif whole and fn == "list_empty" and t[j + 1].text == ")":
+                pass
+            elif whole and fn == "list_first_entry" and t[j - 2].text == "(" and \
+                    t[j - 4].text == "=" and t[j - 5].kind == "id":
+                takes.append(j - 3)
+            else:
+                # any other use may add an object not locked, or hand
+                # the list on
+                takes = None
+                break
+        locks = {(sp["lock"], sp["mode"]) for _, sp in filled}
+        if takes and len(locks) == 1 and max(j for j, _ in filled) < min(takes):
+            sp = filled[0][1]
+            for k in takes:
+                out[k] = {"name": sp["name"], "op": "acquire", "lock": sp["lock"],
+                          "mode": sp["mode"]}
+    return out
+
+
 class Held:
     """The held objects of one function's body toks[lo:hi] (held: member
     token -> lock, or None), as the lock flow asks about them."""
@@ -153,6 +222,8 @@ class Held:
         self.t = t
         self.members = held or {}
         self.locals = held_locals(t, lo, hi, held, lockfns) if held else {}
+        # list_first_entry token -> the lock a take from a locked list takes
+        self.takes = locked_list_takes(t, lo, hi, lockfns)
 
     def at_access(self, k, st):
         """st as it covers the access whose member is toks[k]."""

@@ -506,7 +506,7 @@ class LockFlow(Conds):
                     t[k + 1].text == "(":
                 st = self._asserted(k, st)
             if tk.kind == "id" and k + 1 < hi and t[k + 1].text == "(" and tk.text not in KEYWORDS:
-                spec = self.lockfns.get(tk.text)
+                spec = self.held.takes.get(k) or self.lockfns.get(tk.text)
                 self.res.calls.append((k, tk.text, self.guards.for_call(
                     lockobjects.at_call(t, k, self.held.at_call(k, st, self._call_args),
                                         self._call_args))))

@@ -38,6 +38,7 @@ SCHEMA = {
     "io_locks": list,
     "lifetime_counts": list,
     "held_members": list,
+    "locked_lists": list,
     "waited_work": list,
 }
 
@@ -95,6 +96,7 @@ class Policies:
         self.io_locks = []          # {lock, submit, completion, reason}: a lock an I/O keeps (lending.py)
         self.lifetime_counts = {}   # struct.field -> reason: an object's own reference count
         self.held_members = {}      # struct.field -> lock: what the member points to its user holds
+        self.locked_lists = {}      # function -> lock spec: it hands back on a list objects it locked
         self.link_removers = set()  # list_del() and friends: a link taken apart
         self.link_tests = set()     # list_empty() and friends: a link only looked at
         self.sync_callers = set()

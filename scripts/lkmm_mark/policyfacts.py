@@ -374,6 +374,23 @@ def _held_members(P, f, entries):
         P.held_members[c["member"]] = c["lock"]
 
 
+def _locked_lists(P, f, entries):
+    for c in entries:
+        _need(f, c, ("function", "arg", "lock", "reason"), "locked_lists")
+        if not (isinstance(c["function"], str) and isinstance(c["arg"], int) and
+                c["arg"] >= 0 and isinstance(c["lock"], str) and
+                re.fullmatch(r"\w+\.\w+", c["lock"]) and
+                c.get("mode", "exclusive") in ("exclusive", "read")):
+            raise _err(f, "locked_lists %s: it needs \"function\", \"arg\" (an argument "
+                       "number), \"lock\" (struct.field) and a mode exclusive or read",
+                       json.dumps(c.get("function")))
+        # for the lock flow (heldobjects.py): a call of the function
+        # changes nothing, a take from a list it filled acquires
+        P.locked_lists[c["function"]] = {"name": c["function"], "op": "acquire_list",
+                                         "arg": c["arg"], "lock": c["lock"],
+                                         "mode": c.get("mode", "exclusive")}
+
+
 def _variants(P, f, entries):
     for c in entries:
         _need(f, c, ("field", "reason"), "variants")
@@ -451,6 +468,7 @@ LOADERS = {
     "io_locks": _io_locks,
     "lifetime_counts": _lifetime_counts,
     "held_members": _held_members,
+    "locked_lists": _locked_lists,
     "instances": _instances,
     "pseudo_locks": _pseudo_locks,
     "container_accessors": _container_accessors,
