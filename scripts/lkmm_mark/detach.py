@@ -76,9 +76,10 @@ class Detach:
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
         res = self.flows.get((fn.file, fn.name))
-        for k in range(lo + 1, hi - 5):
+        ids = self._ids(fn)
+        for k in sorted(k for n in ids.keys() & self.P.unlinkers for k in ids[n] if k < hi - 5):
             t = toks[k]
-            if not (t.text in self.P.unlinkers and toks[k + 1].text == "(" and
+            if not (toks[k + 1].text == "(" and
                     toks[k + 2].text == "&" and toks[k + 3].kind == "id" and
                     toks[k + 4].text == "->" and toks[k + 5].kind == "id"):
                 continue
@@ -491,7 +492,7 @@ class Detach:
         if res is None or not sole:
             return out
         types = None
-        for k in range(lo + 1, hi - 5):
+        for k in (j - 4 for j in self._ids(fn).get("NULL", ()) if lo + 1 <= j - 4 < hi - 5):
             if not (toks[k].kind == "id" and toks[k + 1].text == "->" and
                     toks[k + 2].kind == "id" and toks[k + 3].text == "=" and
                     toks[k + 4].text == "NULL" and toks[k + 5].text == ";" and

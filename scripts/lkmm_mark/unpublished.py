@@ -123,7 +123,9 @@ class Unpublished:
         out = {}
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
-        for k in range(lo + 1, hi - 5):
+        ids = self._ids(fn)
+        for k in sorted(j - 4 for n in ids.keys() & self._maker_names() for j in ids[n]
+                        if lo + 1 <= j - 4 < hi - 5):
             if toks[k].kind != "id" or toks[k + 1].text != "->" or toks[k + 2].kind != "id" or \
                     toks[k + 3].text != "=" or toks[k - 1].text not in (";", "{", "}"):
                 continue
@@ -189,8 +191,10 @@ class Unpublished:
         toks = self.src.toks[fn.file]
         lo, hi = fn.body_start, fn.body_end
         inits = {}
-        for k in range(lo + 1, hi - 5):
-            if toks[k].text in self.P.initialisers and toks[k + 1].text == "(" and \
+        ids = self._ids(fn)
+        for k in sorted(k for n in ids.keys() & set(self.P.initialisers) for k in ids[n]
+                        if k < hi - 5):
+            if toks[k + 1].text == "(" and \
                     toks[k + 2].text == "&" and toks[k + 3].kind == "id" and \
                     toks[k + 4].text == "->" and toks[k - 1].text in (";", "{", "}"):
                 c = csrc.match_paren(toks, k + 1)
