@@ -69,9 +69,8 @@ class LockFlow(Conds):
         return end + 1, st
 
     def _jumped_back(self, at):
-        """A goto after toks[at] jumps to a label before it (a loop made of
-        a label and a goto: a flag set in one round is still set in the
-        next)."""
+        """A goto after toks[at] jumps back to a label before it (a loop of
+        a label and a goto: a flag set in one round is set in the next)."""
         t = self.t
         before = {t[k].text for k in range(self.lo + 1, at)
                   if t[k].kind == "id" and t[k + 1].text == ":" and
@@ -478,36 +477,38 @@ class LockFlow(Conds):
         if st is None:
             return None
         t = self.t
-        want = self.want
+        want, tracked, ret0, stores = self.want, self.tracked, self.ret0, correlate.STORES
         k = lo
         guards = self.guards if self.guards.any else None
         while k < hi:
             tk = t[k]
+            text = tk.text
             if k in want:
                 self.res.at[k] = self.held.at_access(k, lockobjects.at_access(t, k, st))
-                if guards is not None and tk.text in guards.members:
+                if guards is not None and text in guards.members:
                     self.res.at[k] = guards.deref_state(t, k, self.res.at[k], self.resolve,
                                                         self.hi)
-            if guards is not None and tk.text in guards.members:
+            if guards is not None and text in guards.members:
                 st = guards.at_member(t, k, hi, st, self.resolve, self.lo, self.hi)
-            if tk.text in self.tracked:
+            if text in tracked:
                 st = correlate.zero_step(t, k, st)
-            if tk.text in self.ret0 and k + 1 < hi and t[k + 1].text in correlate.STORES \
-                    and not correlate.negative_store(t, k):
-                del self.ret0[tk.text]     # what 'v = f()' said is gone
-            if st.cond and tk.kind == "id" and k + 1 < hi and t[k + 1].text in correlate.STORES:
-                # the flag (or a variable a remembered condition names) is
-                # assigned again: what it said is gone
+            if text in ret0 and k + 1 < hi and t[k + 1].text in stores and \
+                    not correlate.negative_store(t, k):
+                del ret0[text]             # what 'v = f()' said is gone
+            if tk.kind != "id" or k + 1 >= hi:
+                k += 1
+                continue
+            if st.cond and t[k + 1].text in stores:
+                # a local a remembered condition names is assigned again
                 kept = correlate.assigned(st.cond, tk.text, correlate.negative_store(t, k))
                 if len(kept) != len(st.cond):
                     st = st.copy()
                     st.cond = kept
-            if guards is not None and tk.text in guards.asserts and k + 1 < hi and \
-                    t[k + 1].text == "(":
+            if guards is not None and text in guards.asserts and t[k + 1].text == "(":
                 st = self._asserted(k, st)
-            if tk.kind == "id" and k + 1 < hi and t[k + 1].text == "(" and tk.text not in KEYWORDS:
-                spec = self.held.takes.get(k) or self.lockfns.get(tk.text)
-                self.res.calls.append((k, tk.text, self.guards.for_call(
+            if t[k + 1].text == "(" and text not in KEYWORDS:
+                spec = self.held.takes.get(k) or self.lockfns.get(text)
+                self.res.calls.append((k, text, self.guards.for_call(
                     lockobjects.at_call(t, k, self.held.at_call(k, st, self._call_args),
                                         self._call_args))))
                 if spec and not skip_events:
@@ -519,8 +520,7 @@ class LockFlow(Conds):
                         st = self._apply(sp, name, st, tk.line, k)
                     if spec.get("err_ptr") and k >= 2 and t[k - 1].text == "=" and \
                             t[k - 2].kind == "id":
-                        # 'v = f()' of a wrapper that returns an error
-                        # pointer when it takes nothing ('err_ptr')
+                        # 'v = f()': an error pointer when nothing is taken
                         self.err_ptr[t[k - 2].text] = [n for n in st.held
                                                        if n not in before.held]
                     if spec["op"] == "acquire_ret0":
