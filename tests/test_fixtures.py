@@ -2032,3 +2032,46 @@ class AssertInCallee(unittest.TestCase):
     def test_another_object(self):
         self.assertEqual(self.name_read("\tobj_stale(o);\n}", "\tobj_stale(obj_peer(o));\n}"),
                          ("data_race", "diagnostic-read"))
+
+
+class NewInRequest(unittest.TestCase):
+    """Fixture new_in_request edited so that the request may no longer
+    hold the new node when zreq_init_dir() reads req->dn: its locked store
+    races with zsize_read() again (newmembers.py _member_locals() is what
+    kept it out, not another rule)."""
+
+    def size_store(self, old, new):
+        A, _ = analyse_edited(self, "new_in_request", "req.c", old, new)
+        return next((a.action, a.rule) for a in A.accesses
+                    if a.fn == "zreq_init_dir" and a.field == "z_size")
+
+    def test_unchanged(self):
+        self.assertEqual(self.size_store("\tkfree(req);\n\treturn 0;\n}\n\nint zmkdir",
+                                         "\tkfree(req);\n\treturn 0;\n}\n\nint zmkdir"),
+                         ("none", "private"))
+
+    def test_request_handed_on_before_the_call(self):
+        self.assertEqual(self.size_store("\treq->tp = tp;\n", "\treq->tp = tp;\n\tzreq_check(req);\n"),
+                         ("WRITE_ONCE", "locked-write"))
+
+    def test_request_handed_on_before_the_read(self):
+        self.assertEqual(self.size_store("\ttrace_zreq(req);\n", "\tzreq_check(req);\n"),
+                         ("WRITE_ONCE", "locked-write"))
+
+    def test_member_stored_again(self):
+        self.assertEqual(self.size_store("\treq->tp = tp;\n",
+                                         "\treq->tp = tp;\n\tif (!tp)\n\t\treq->dn = NULL;\n"),
+                         ("WRITE_ONCE", "locked-write"))
+
+    def test_helper_stores_the_member(self):
+        self.assertEqual(self.size_store("\tdn = req->dn;\n", "\tdn = req->dn;\n\treq->dn = NULL;\n"),
+                         ("WRITE_ONCE", "locked-write"))
+
+    def test_a_shared_node(self):
+        self.assertEqual(self.size_store("\terror = zdir_init(tp, zn);\n",
+                                         "\terror = zdir_init(tp, *ipp);\n"),
+                         ("WRITE_ONCE", "locked-write"))
+
+    def test_node_shared_before_the_store(self):
+        self.assertEqual(self.size_store("\treq->dn = dn;\n", "\tz_commit(tp);\n\treq->dn = dn;\n"),
+                         ("WRITE_ONCE", "locked-write"))

@@ -18,6 +18,8 @@ the ones before it set (each module's docstring says what it reads and sets):
                   the loads whose value reaches only diagnostics through
                   locals and return values)
   private.py      objects private to a function, constructors
+                  (newmembers.py: a new object a helper finds in a member
+                  of the request struct its caller filled)
   owners.py       owner parameters, the owner's reads, life cycles
                   (initflags.py: the branches that run only during init)
   escapes.py      parameters and addresses that escape, private parameters
@@ -80,6 +82,7 @@ from .torn import TornObjects
 from .twostep import TwoStep
 from .unpublished import Unpublished
 from .newobjects import NewObjects
+from .newmembers import NewMembers
 from .values import FieldValues
 from .verdicts import Verdicts
 from .waitedwork import WaitedWork
@@ -92,7 +95,7 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, WaitedWork, CallGraph, FlagArgs,
                AssertEntry,
                MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
-               NewObjects,
+               NewObjects, NewMembers,
                Owners, InitFlags, FieldValues, Exclusions, Protection, Races, Waits, Drains,
                Verdicts, Contexts, Variants, Instances, Threads, TornObjects, WorkSelf, Lending,
                Pairs, DoubleFetch, TwoStep, DiagFlow):

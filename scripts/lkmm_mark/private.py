@@ -2,15 +2,17 @@
 """Ownership, part 1: objects private to a function.  A stack struct whose
 address does not escape, an object the function allocated or a
 constructor returned (before a pointer to another one is assigned), one it
-frees, the entries of a tree or list such an object holds, and the
-parameters every caller passes such an object (escapes.py) are reached by
-no other task: their accesses need no mark.
+frees, the entries of a tree or list such an object holds, the
+parameters every caller passes such an object (escapes.py), and what a
+local finds in a member of such a parameter that every caller set to its
+own private object (_member_locals()) are reached by no other task: their
+accesses need no mark.
 
 Reads .src, .P (allocators, freers), .constructors, .priv_params,
 .escaping (through _addr_escapes()), the detached windows (detach.py) and
 the stack structs' stores (unpublished.py) through _private_why().  Sets
 .constructors' value (find_constructors(), which run() stores) and its
-caches (_privcache, _pofcache, _mixedcache).  _private_why() is what
+caches (_privcache, _pofcache, _mixedcache, _memlocals).  _private_why() is what
 exclusions.py asks for each access: a false 'private' (an object
 published before the access) would hide a race here.
 """
@@ -33,7 +35,7 @@ class Private:
             c = self._privcache[key]
         r = c.get(name)
         if r is None and key in self.priv_params:
-            r = self._ptr_locals(fn).get(name)
+            r = self._ptr_locals(fn).get(name) or self._member_locals(fn).get(name)
         return r
 
     def _fresh_at(self, fn, name, k):
@@ -109,6 +111,8 @@ class Private:
         out = dict(c)
         out.update({n: w for n, w in pp.items() if w[1] != "ptr"})
         for n, w in self._ptr_locals(fn).items():
+            out.setdefault(n, w)
+        for n, w in (self._member_locals(fn) if pp else {}).items():
             out.setdefault(n, w)
         if pp:
             # 'lp = &p->m;' with p a private parameter: as private as p
@@ -479,3 +483,4 @@ def _calls_of(ids, named, end):
     """The token indices below end, in order, of the identifiers of ids
     (syntax.py _ids()) whose names named() accepts."""
     return sorted(k for name, ks in ids.items() if named(name) for k in ks if k < end)
+
