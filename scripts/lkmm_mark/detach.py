@@ -184,8 +184,8 @@ class Detach:
         joins there: 'goto out' before the rb_erase(); a path that
         published it jumps back: 'goto again' after the list_add())."""
         toks = self.src.toks[fn.file]
-        lo, hi = fn.body_start, fn.body_end
-        gotos = [(g, toks[g + 1].text) for g in range(lo, hi - 1) if toks[g].text == "goto"]
+        hi = fn.body_end
+        gotos = [(g, toks[g + 1].text) for g in self._ids(fn).get("goto", ()) if g < hi - 1]
         for name, (a, b, why) in list(out.items()):
             for i in range(a + 1, b):
                 if _is_label(toks, i) and any(

@@ -201,9 +201,7 @@ class DiagFlow:
             return _memo(self._dflocal[key])
         self._dflocal[key] = PENDING
         toks = self.src.toks[fn.file]
-        lo, hi = fn.body_start, fn.body_end
-        occ = [k for k in range(lo + 1, hi) if toks[k].text == name and
-               toks[k].kind == "id" and toks[k - 1].text not in ("->", ".")]
+        occ = [k for k in self._ids(fn).get(name, ()) if toks[k - 1].text not in ("->", ".")]
         decls = [k for k in occ if _declares(toks, k)]
         if not decls or any(toks[k - 1].text == "*" for k in decls):
             self._dflocal[key] = False      # not a local, or a pointer

@@ -18,6 +18,52 @@ _ZERO_IF_TRUE = (["!", "v"], ["v", "==", "0"])
 
 
 class Conds:
+    def _jumped_back(self, at):
+        """A goto after toks[at] jumps back to a label before it (a loop of
+        a label and a goto: a flag set in one round is set in the next)."""
+        lg = self.__dict__.get("_labels_gotos")
+        if lg is None:
+            t, lo, hi = self.t, self.lo, self.hi
+            lg = self._labels_gotos = (
+                [(k, t[k].text) for k in range(lo + 1, hi) if t[k].kind == "id" and
+                 t[k + 1].text == ":" and t[k - 1].text in (";", "{", "}")],
+                [(k, t[k + 1].text) for k in range(lo, hi - 1) if t[k].text == "goto"])
+        before = {name for k, name in lg[0] if k < at}
+        return any(k >= at and name in before for k, name in lg[1])
+
+    def _flag_set(self, blo, bhi, at):
+        """The first local flag the block toks[blo:bhi] sets to true at its
+        top level ('v = true;' or 'v = 1;') that is false everywhere
+        before toks[at]: declared 'bool v = false;' (or '= 0') in this
+        function and assigned nowhere else before; else None."""
+        t = self.t
+        depth = 0
+        for k in range(blo, bhi - 3):
+            x = t[k].text
+            if x == "{":
+                depth += 1
+            elif x == "}":
+                depth -= 1
+            if depth != 1 or t[k].kind != "id" or t[k + 1].text != "=" or \
+                    t[k + 2].text not in ("true", "1") or t[k + 3].text != ";" or \
+                    t[k - 1].text not in (";", "{", "}"):
+                continue
+            v = t[k].text
+            decl = None
+            for q in range(self.lo + 1, at):
+                if t[q].text == v and t[q + 1].text == "=" and t[q - 1].text not in (".", "->"):
+                    if decl is not None or t[q + 2].text not in ("false", "0") or \
+                            t[q + 3].text != ";" or t[q - 1].text not in ("bool", "int"):
+                        decl = None
+                        break
+                    decl = q
+                elif t[q].text == v and t[q - 1].text == "&":
+                    decl = None
+                    break
+            if decl is not None:
+                return v
+        return None
+
     def cond(self, lo, hi, st):
         """A condition: returns (state if true, state if false)."""
         t = self.t

@@ -68,49 +68,6 @@ class LockFlow(Conds):
             j, st = self.stmt(j, st, end)
         return end + 1, st
 
-    def _jumped_back(self, at):
-        """A goto after toks[at] jumps back to a label before it (a loop of
-        a label and a goto: a flag set in one round is set in the next)."""
-        t = self.t
-        before = {t[k].text for k in range(self.lo + 1, at)
-                  if t[k].kind == "id" and t[k + 1].text == ":" and
-                  t[k - 1].text in (";", "{", "}")}
-        return any(t[k].text == "goto" and t[k + 1].text in before
-                   for k in range(at, self.hi - 1))
-
-    def _flag_set(self, blo, bhi, at):
-        """The first local flag the block toks[blo:bhi] sets to true at its
-        top level ('v = true;' or 'v = 1;') that is false everywhere
-        before toks[at]: declared 'bool v = false;' (or '= 0') in this
-        function and assigned nowhere else before; else None."""
-        t = self.t
-        depth = 0
-        for k in range(blo, bhi - 3):
-            x = t[k].text
-            if x == "{":
-                depth += 1
-            elif x == "}":
-                depth -= 1
-            if depth != 1 or t[k].kind != "id" or t[k + 1].text != "=" or \
-                    t[k + 2].text not in ("true", "1") or t[k + 3].text != ";" or \
-                    t[k - 1].text not in (";", "{", "}"):
-                continue
-            v = t[k].text
-            decl = None
-            for q in range(self.lo + 1, at):
-                if t[q].text == v and t[q + 1].text == "=" and t[q - 1].text not in (".", "->"):
-                    if decl is not None or t[q + 2].text not in ("false", "0") or \
-                            t[q + 3].text != ";" or t[q - 1].text not in ("bool", "int"):
-                        decl = None
-                        break
-                    decl = q
-                elif t[q].text == v and t[q - 1].text == "&":
-                    decl = None
-                    break
-            if decl is not None:
-                return v
-        return None
-
     def _match(self, i):
         from .csrc import match_paren
         return min(match_paren(self.t, i), self.hi)

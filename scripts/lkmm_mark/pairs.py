@@ -245,8 +245,10 @@ class Pairs:
                 if not is_store(x):
                     readers[(x.struct, x.field)].add(x.fn)
         key = (b.struct, b.field)
-        for j in range(b.func.body_start, b.tok):
-            if toks[j].text in self.P.wait_macros and toks[j + 1].text == "(":
+        ids = self._ids(b.func)
+        for j in sorted(j for n in ids.keys() & set(self.P.wait_macros) for j in ids[n]
+                        if j < b.tok):
+            if toks[j + 1].text == "(":
                 depth, k = 0, j + 1
                 while k < b.tok:
                     t = toks[k].text

@@ -17,6 +17,7 @@ exclusions.py asks for each access: a false 'private' (an object
 published before the access) would hide a race here.
 """
 import collections
+import heapq
 
 from . import csrc
 from .tokutil import _root, _stmt_end, _reaches
@@ -382,7 +383,14 @@ class Private:
         # struct embedded in a private object, assigned once, is as
         # private as the object
         types = None
-        for k in range(lo + 1, hi - 6):
+        # the tokens 'x = &' before a private name, in order; a pointer
+        # found adds its own later uses
+        ids = self._ids(fn)
+        todo = sorted({j - 3 for n in priv for j in ids.get(n, ()) if lo < j - 3 < hi - 6})
+        while todo:
+            k = heapq.heappop(todo)
+            if todo and todo[0] == k:
+                continue
             t = toks[k]
             if t.kind != "id" or toks[k + 1].text != "=" or toks[k + 2].text != "&" or \
                     toks[k + 3].text not in priv or toks[k + 4].text not in ("->", ".") or \
@@ -402,6 +410,9 @@ class Private:
                 continue
             priv[t.text] = "a pointer to the %s embedded in '%s', which is %s" % (
                 toks[k + 5].text, toks[k + 3].text, priv[toks[k + 3].text])
+            for j in ids.get(t.text, ()):
+                if k < j - 3 < hi - 6:
+                    heapq.heappush(todo, j - 3)
 
     def _private_root(self, a, priv):
         """The private object a's base lies inside: the root itself
