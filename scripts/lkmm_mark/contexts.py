@@ -87,17 +87,27 @@ class Contexts:
 
     def _head_of(self, name, avoid=frozenset()):
         """context_of()'s entry point above name (None when there is
-        none), with the BFS tree that reaches it."""
+        none), with the BFS tree that reaches it: a live one before a
+        teardown method, and either before a path through a life-cycle
+        function (init or teardown: it runs beside nothing)."""
         memo = self.__dict__.setdefault("_ctxname", {})
         avoid = frozenset(avoid)
-        if (name, avoid) in memo:
-            return memo[(name, avoid)]
+        if (name, avoid) not in memo:
+            found, prev = self._bfs_head(name, avoid, self._alone_names())
+            memo[(name, avoid)] = (found, prev) if found is not None else \
+                self._bfs_head(name, avoid, ())
+        return memo[(name, avoid)]
+
+    def _bfs_head(self, name, avoid, life):
+        """_head_of()'s search, going up through no function of life."""
         entries = self.entry_points()
         prev = {name: None}
         todo = collections.deque([name])
         found = fallback = None
         while todo and found is None:
             x = todo.popleft()
+            if x in life and x != name:
+                continue
             callers = self._callers_of(x)
             if (x in entries or not callers) and x != name and (
                     self._is_teardown(x) or self._path_excludes(x, prev, avoid)):
@@ -111,9 +121,20 @@ class Contexts:
                 if y not in prev:
                     prev[y] = x
                     todo.append(y)
-        found = found or fallback
-        memo[(name, avoid)] = (found, prev)
-        return memo[(name, avoid)]
+        return found or fallback, prev
+
+    def _alone_names(self):
+        """The names of the functions that run alone (owners.py
+        alone_functions()), every function of that name one."""
+        got = self.__dict__.get("_alonenames")
+        if got is None:
+            if not hasattr(self, "life"):
+                return frozenset()
+            alone = self.alone_functions()
+            got = self._alonenames = frozenset(
+                n for n, fns in self.src.by_name.items()
+                if all((f.file, f.name) in alone for f in fns))
+        return got
 
     def head_locks(self, chain, avoid=frozenset()):
         """The entry locks of the entry point that names chain
@@ -279,20 +300,27 @@ class Contexts:
         elif sites is None:
             sites = self.sites_of(fn)
         sites = self.without_private(self.live_sites(sites))
-        # a call from init or teardown (exclusions.py: the life-cycle
-        # functions) is a context in which nothing else runs: it races
-        # with no other, so it adds no lockset the others must exclude
-        # (a call in an init branch too: initflags.py)
-        life, init = getattr(self, "life", ()), getattr(self, "init_sites", ())
-        sites = [x for x in sites if (x[0].file, x[0].name) not in life and
-                 (x[0].file, x[2]) not in init] or sites
         if not sites:
             return None
+        live = self._live_calls(sites)
+        if not live and self._alone_calls(sites):
+            return []           # only what runs alone reaches fn: it races with nothing
+        sites = live or sites
         if not drop:
             return sites
         kept = [x for x in sites if x[0].name not in drop[0] and
                 not self._hands_own_owner(fn, x, drop[1])]
         return kept or []
+
+    def _live_calls(self, sites):
+        """sites less the calls from init or teardown (exclusions.py: the
+        life-cycle functions) and those in an init branch (initflags.py):
+        a context in which nothing else runs races with no other, so it
+        adds no lockset the others must exclude (when all are such, only
+        those that run alone give none: _alone_calls())."""
+        life, init = getattr(self, "life", ()), getattr(self, "init_sites", ())
+        return [x for x in sites if (x[0].file, x[0].name) not in life and
+                (x[0].file, x[2]) not in init]
 
     def _hands_own_owner(self, fn, site, owners):
         """The call site hands fn, as its one parameter of an owner struct,
@@ -330,7 +358,7 @@ class Contexts:
             need = self.flag_guards(a.func, a.tok) if a.tok is not None else ()
             ctxs = self._contexts_from(key, sites, need=need, drop=drop) if drop else \
                 self._site_contexts(key, sites, need)
-            if ctxs == [] and drop:
+            if ctxs == [] and (drop or self._life_only(a.func, sites)):
                 return []
         res = self.flows.get(key)
         st = res.at.get(a.tok) if res and a.tok is not None else None
@@ -340,6 +368,21 @@ class Contexts:
         return [(self._entry_lock(_own_guards(local | {n for n in c if n not in st.killed},
                                               a.struct), a.struct),
                  self.context_chain(key, c)) for c in ctxs]
+
+    def _life_only(self, fn, sites):
+        """Every call of fn that can reach the access (sites, None: all)
+        is made by init or teardown (_live_calls()), its callers all seen."""
+        if fn.name in self.addr_taken or fn.name in self.macro_used:
+            return False
+        sites = self.without_private(self.live_sites(
+            self.sites_of(fn) if sites is None else sites))
+        return self._alone_calls(sites)
+
+    def _alone_calls(self, sites):
+        """sites are calls made where nothing else runs (owners.py
+        alone_functions())."""
+        alone = self.alone_functions() if hasattr(self, "life") else ()
+        return bool(sites) and all((x[0].file, x[0].name) in alone for x in sites)
 
     def _entry_lock(self, held, struct):
         """held with the lock of an entry's container (policies/

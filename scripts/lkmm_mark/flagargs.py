@@ -151,12 +151,17 @@ class FlagArgs:
         return tuple(out)
 
     def _contradicts(self, site, guards):
-        """The call site passes a literal against one of the guards."""
+        """The call site passes a literal against one of the guards, or,
+        against a guard that it is NULL ('if (!p)', the else branch of
+        'if (p)'), a pointer its caller has dereferenced on its way to
+        the call (deref_before())."""
         caller, _, k = site
         args = self._call_args(caller.file, k) or ()
         toks = self.src.toks[caller.file]
-        return any(n < len(args) and not holds(literal_value(toks, *args[n]), op, lit)
-                   for n, op, lit in guards)
+        return any(n < len(args) and (
+            not holds(literal_value(toks, *args[n]), op, lit) or
+            (op, lit) == ("==", 0) and args[n][1] - args[n][0] == 1 and
+            deref_before(toks, caller, toks[args[n][0]].text, k)) for n, op, lit in guards)
 
 
 _ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "|=", "&=", "^=", "<<=", ">>=", "++", "--"}
@@ -168,6 +173,45 @@ def assigned_at(toks, lo, hi, name):
     return [k for k in range(lo + 1, hi) if toks[k].text == name and toks[k].kind == "id" and
             toks[k - 1].text not in (".", "->") and
             (toks[k + 1].text in _ASSIGN_OPS or toks[k - 1].text in ("++", "--", "&"))]
+
+
+_NOT_PLAIN = {"?", "&&", "||", "sizeof", "typeof", "__typeof__", "_Generic"}
+_STMT_WORDS = {"if", "else", "for", "while", "do", "switch", "case", "default", "return"}
+
+
+def deref_before(toks, fn, name, k):
+    """name (a plain variable) is loaded through ('name->f') by a statement
+    at the top level of fn's body before toks[k], outside parentheses (a
+    macro's argument may be compiled out: ASSERT()), not after '?', '&&',
+    '||' or in sizeof, not as '&name->f', the statement no loop macro's
+    ('for_each(...) x = name->f;'); no label between it and toks[k] that
+    a goto before it jumps to, and name assigned nowhere before toks[k]:
+    a NULL name would have faulted there, so it is no NULL at toks[k]."""
+    if toks[fn.body_start].text != "{" or assigned_at(toks, fn.body_start, k, name):
+        return False
+    depth = paren = 0
+    found, start, plain = None, True, False
+    for j in range(fn.body_start + 1, k):
+        t = toks[j].text
+        if t in ("{", "}") or (t == ";" and not paren):
+            depth += (t == "{") - (t == "}")
+            start = True
+            continue
+        if start:
+            plain = not depth and t not in _STMT_WORDS and toks[j + 1].text != "("
+            start = False
+        paren += (t in ("(", "[")) - (t in (")", "]"))
+        if t in _NOT_PLAIN:
+            plain = False
+        if found is not None and toks[j].kind == "id" and toks[j + 1].text == ":" and \
+                toks[j - 1].text in (";", "{", "}") and any(
+                    toks[g].text == "goto" and toks[g + 1].text == t
+                    for g in range(fn.body_start, found)):
+            found = None                # a label an earlier goto jumps to, past the load
+        elif plain and not paren and t == name and toks[j + 1].text == "->" and \
+                toks[j - 1].text not in ("&", ".", "->"):
+            found = j
+    return found is not None
 
 
 def literal_value(toks, a, b):

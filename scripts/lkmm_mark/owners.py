@@ -294,6 +294,27 @@ class Owners:
                 {k for k, fn in self.src.funcs.items() if self.P.is_lifecycle(fn.name)}))
         return life
 
+    def alone_functions(self):
+        """The life-cycle functions that run while nothing else does: those
+        whose callers the target does not see or that it never calls (the
+        mount and unmount, the module's init and exit) and, to a fixed
+        point, those only such functions call, directly or through an ops
+        table whose calls the target makes (log recovery's item methods).
+        Not one live code calls (an object's constructor, a lookup that
+        reads an inode from disk: it runs beside everything else)."""
+        alone = self.__dict__.get("_alonefns")
+        if alone is None:
+            life = self.lifecycle_functions()
+            callers, _ = self._call_keys()
+            alone = {k for k in life if not callers.get(k)}
+            grow = True
+            while grow:
+                new = {k for k in life - alone if all(c in alone for c in callers[k])}
+                alone |= new
+                grow = bool(new)
+            self._alonefns = frozenset(alone)
+        return alone
+
     def _only_called_from(self, keys, also=frozenset(), skip=frozenset()):
         """keys and, to a fixed point, every function whose live call sites
         are all in that set or in also (at least one in the set):

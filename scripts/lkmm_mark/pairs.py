@@ -262,12 +262,14 @@ class Pairs:
         return False
 
     def _apart(self, a, b):
-        """What keeps a and b apart ('locks', 'order', 'owner', 'thread',
-        'instance'), or None."""
+        """What keeps a and b apart ('locks', 'order', 'owner', 'alone',
+        'thread', 'instance'), or None."""
         if id(a) in self.owner_acc and id(b) in self.owner_acc:
             return "owner"
         if id(a) in self.owner_quiet or id(b) in self.owner_quiet:
             return "owner"              # a declared owner's load races with no store (owners.py)
+        if not self.lockset_chains(a) or not self.lockset_chains(b):
+            return "alone"              # reached only where nothing else runs (contexts.py)
         if self._phase_apart(b, a) is not None:
             return "order"
         if self.other_instance(a, b):
@@ -389,7 +391,8 @@ _KEPT = {"locks": "a common lock or protocol", "order": "a declared life-cycle o
          "owner": "the owning task", "thread": "one kernel thread",
          "instance": "another object", "teardown": "the object's teardown",
          "work": "one work item on its own object",
-         "started": "a thread not started yet (policies/ 'thread_lifetimes')"}
+         "started": "a thread not started yet (policies/ 'thread_lifetimes')",
+         "alone": "a life-cycle function that runs alone (mount, log replay)"}
 
 
 def _kept_text(why):

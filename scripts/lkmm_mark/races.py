@@ -170,6 +170,11 @@ def _apart_text(locks, a, phases=None, drains=None):
                              this, d["struct"], d["counter"], d["reason"]))
     if _OWNER_PAIR in locks:
         parts.append(owner)
+    if not locks:
+        # no calling context on one side (contexts.py _alone_calls())
+        parts.append("runs beside none of this %s's calling contexts: only life-cycle "
+                     "functions that run alone (a mount, its log replay) reach one of "
+                     "the two" % this)
     return ", or ".join(parts)
 
 
