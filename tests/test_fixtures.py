@@ -2010,3 +2010,36 @@ class AssertInCallee(unittest.TestCase):
     def test_another_object(self):
         self.assertEqual(self.name_read("\tobj_stale(o);\n}", "\tobj_stale(obj_peer(o));\n}"),
                          ("data_race", "diagnostic-read"))
+
+
+class MadeOutParam(unittest.TestCase):
+    """Fixture made_out_param edited so that buf_get_uncached() gets its
+    buffer from a function that is no maker, or so that maps may point
+    to a map shared with others: buf_read_uncached()'s stores before the
+    submission race again (outmade.py is what kept them private, not
+    another rule)."""
+
+    def uncached(self, old, new):
+        A, _ = analyse_edited(self, "made_out_param", "buf.c", old, new)
+        return {a.field: (a.action, a.rule) for a in A.accesses
+                if a.fn == "buf_read_uncached" and a.line < 110 and a.field != "maps"}
+
+    def test_no_maker(self):
+        self.assertEqual(self.uncached("buf_alloc(-1, count, &bp)", "buf_alloc_shared(-1, &bp)"),
+                         {"key": ("WRITE_ONCE", "unlocked-write"),
+                          "bn": ("WRITE_ONCE", "unlocked-write"),
+                          "flags": ("WRITE_ONCE", "unlocked-write")})
+
+    def test_handed_on_before_the_hand_back(self):
+        self.assertEqual(self.uncached("\t*bpp = bp;\n\treturn 0;\n}\n\nint buf_read_uncached",
+                                       "\tbuf_submit(bp);\n\t*bpp = bp;\n\treturn 0;\n}\n\n"
+                                       "int buf_read_uncached"),
+                         {"key": ("WRITE_ONCE", "unlocked-write"),
+                          "bn": ("WRITE_ONCE", "unlocked-write"),
+                          "flags": ("WRITE_ONCE", "unlocked-write")})
+
+    def test_maps_not_owned(self):
+        self.assertEqual(self.uncached("bp->maps = &bp->one;", "bp->maps = shared_maps;"),
+                         {"key": ("none", "private"),
+                          "bn": ("WRITE_ONCE", "unlocked-write"),
+                          "flags": ("none", "private")})

@@ -80,6 +80,7 @@ from .torn import TornObjects
 from .twostep import TwoStep
 from .unpublished import Unpublished
 from .newobjects import NewObjects
+from .outmade import OutMade
 from .values import FieldValues
 from .verdicts import Verdicts
 from .waitedwork import WaitedWork
@@ -92,7 +93,7 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, WaitedWork, CallGraph, FlagArgs,
                AssertEntry,
                MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
-               NewObjects,
+               NewObjects, OutMade,
                Owners, InitFlags, FieldValues, Exclusions, Protection, Races, Waits, Drains,
                Verdicts, Contexts, Variants, Instances, Threads, TornObjects, WorkSelf, Lending,
                Pairs, DoubleFetch, TwoStep, DiagFlow):

@@ -298,6 +298,7 @@ class Escapes:
         self._privcache = {}
         self._pofcache = {}
         self._mixedcache = {}
+        self._outmakers = None
 
     def _param_mixed(self, fn, p):
         """For a parameter fn assigns again: its assignments as (token,
