@@ -2075,3 +2075,34 @@ class NewInRequest(unittest.TestCase):
     def test_node_shared_before_the_store(self):
         self.assertEqual(self.size_store("\treq->dn = dn;\n", "\tz_commit(tp);\n\treq->dn = dn;\n"),
                          ("WRITE_ONCE", "locked-write"))
+class MadeOutParam(unittest.TestCase):
+    """Fixture made_out_param edited so that buf_get_uncached() gets its
+    buffer from a function that is no maker, or so that maps may point
+    to a map shared with others: buf_read_uncached()'s stores before the
+    submission race again (outmade.py is what kept them private, not
+    another rule)."""
+
+    def uncached(self, old, new):
+        A, _ = analyse_edited(self, "made_out_param", "buf.c", old, new)
+        return {a.field: (a.action, a.rule) for a in A.accesses
+                if a.fn == "buf_read_uncached" and a.line < 110 and a.field != "maps"}
+
+    def test_no_maker(self):
+        self.assertEqual(self.uncached("buf_alloc(-1, count, &bp)", "buf_alloc_shared(-1, &bp)"),
+                         {"key": ("WRITE_ONCE", "unlocked-write"),
+                          "bn": ("WRITE_ONCE", "unlocked-write"),
+                          "flags": ("WRITE_ONCE", "unlocked-write")})
+
+    def test_handed_on_before_the_hand_back(self):
+        self.assertEqual(self.uncached("\t*bpp = bp;\n\treturn 0;\n}\n\nint buf_read_uncached",
+                                       "\tbuf_submit(bp);\n\t*bpp = bp;\n\treturn 0;\n}\n\n"
+                                       "int buf_read_uncached"),
+                         {"key": ("WRITE_ONCE", "unlocked-write"),
+                          "bn": ("WRITE_ONCE", "unlocked-write"),
+                          "flags": ("WRITE_ONCE", "unlocked-write")})
+
+    def test_maps_not_owned(self):
+        self.assertEqual(self.uncached("bp->maps = &bp->one;", "bp->maps = shared_maps;"),
+                         {"key": ("none", "private"),
+                          "bn": ("WRITE_ONCE", "unlocked-write"),
+                          "flags": ("none", "private")})

@@ -26,7 +26,7 @@ ANALYSIS = ["analysis", "assertentry", "source", "tokutil", "accesses", "syntax"
             "lockobjects", "heldobjects", "locks", "nullargs", "waits", "handback", "diagflow",
             "drains", "memberflags",
             "threads", "lending", "torn", "initflags", "workself",
-            "newobjects", "newmembers"]
+            "newobjects", "newmembers", "outmade"]
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 

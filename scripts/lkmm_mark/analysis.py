@@ -83,6 +83,7 @@ from .twostep import TwoStep
 from .unpublished import Unpublished
 from .newobjects import NewObjects
 from .newmembers import NewMembers
+from .outmade import OutMade
 from .values import FieldValues
 from .verdicts import Verdicts
 from .waitedwork import WaitedWork
@@ -95,7 +96,7 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, WaitedWork, CallGraph, FlagArgs,
                AssertEntry,
                MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
-               NewObjects, NewMembers,
+               NewObjects, NewMembers, OutMade,
                Owners, InitFlags, FieldValues, Exclusions, Protection, Races, Waits, Drains,
                Verdicts, Contexts, Variants, Instances, Threads, TornObjects, WorkSelf, Lending,
                Pairs, DoubleFetch, TwoStep, DiagFlow):

@@ -64,6 +64,8 @@ class Detach:
             out.setdefault(name, d)
         for name, d in self._initialised_here(fn).items():
             out.setdefault(name, d)
+        for name, d in self._made_out(fn).items():
+            out.setdefault(name, d)
         for name, d in self._stolen(fn).items():
             out.setdefault(name, d)
         for name, d in self._asserted_off_list(fn).items():

@@ -299,6 +299,7 @@ class Escapes:
         self._pofcache = {}
         self._mixedcache = {}
         self._memlocals = {}
+        self._outmakers = None
 
     def _param_mixed(self, fn, p):
         """For a parameter fn assigns again: its assignments as (token,

@@ -453,14 +453,18 @@ class Private:
             st = self._decl_types(a.func).get(root)
         path = root
         for p in parts[1:]:
-            if len(p) != 1 or st is None:
+            # 'x->m[i].f': an index only into what an owned pointer points to
+            index = len(p) > 3 and p[1].text == "[" and p[-1].text == "]"
+            if (len(p) != 1 and not index) or st is None:
                 return None
             m = self.src.member(st, p[0].text)
             path += "." + p[0].text
-            if m is not None and m.pointer and path in priv and not m.array:
+            if m is not None and m.pointer and path in priv and not m.array and not index:
                 # x.ptr->f where x.ptr holds an object fresh in this function
                 root = path
-            elif m is None or m.pointer or m.array:
+            elif m is not None and m.pointer and self.owned_pointer(st, p[0].text):
+                pass                    # x->m->f: m points to x's own part
+            elif m is None or m.pointer or m.array or index:
                 return None
             st = csrc.struct_name(m.type)
         # 'x->p->f' with only x.p private (unpublished.py: a fresh object
