@@ -34,7 +34,9 @@ class NewMembers:
         names = self.params(fn)
         out = memo[(key, len(pp))] = {}       # a cycle of callers finds nothing
         toks = self.src.toks[fn.file]
-        for k in range(fn.body_start + 1, fn.body_end - 5):
+        ids = self._ids(fn) if pp else {}
+        for k in sorted(j - 2 for q in pp for j in ids.get(q, ())
+                        if fn.body_start < j - 2 < fn.body_end - 5):
             p, m, x = toks[k + 2].text, toks[k + 4].text, toks[k].text
             if toks[k + 1].text != "=" or toks[k + 3].text != "->" or \
                     toks[k + 5].text != ";" or p not in pp or pp[p][1] == "ptr" or \
