@@ -124,7 +124,15 @@ class Syntax:
 
     def _call_arg(self, toks, k, lo):
         """(callee, argument index, whether toks[k] is the whole argument) of
-        the call whose argument list directly holds toks[k], or None."""
+        the call whose argument list directly holds toks[k], or None
+        (remembered: the token lists live as long as the analysis)."""
+        memo = self.__dict__.setdefault("_callargmemo", {})
+        key = (id(toks), k, lo)
+        if key not in memo:
+            memo[key] = self._find_call_arg(toks, k, lo)
+        return memo[key]
+
+    def _find_call_arg(self, toks, k, lo):
         depth = 0
         j = k - 1
         while j > lo:
