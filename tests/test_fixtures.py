@@ -1695,7 +1695,20 @@ class ManyContexts(unittest.TestCase):
         A = analyse_fixture(FIXTURES / "caller_contexts_many")
         (a,) = [a for a in A.accesses if a.fn == "read_ctl"]
         self.assertIsNone(A.caller_contexts((a.file, a.fn)))
+        # one per context of each call site's caller (64 each, which fit
+        # in _SITE_MAX)
+        self.assertEqual(len(A.lockset_chains(a)), 128)
+
+    def test_callers_with_too_many_contexts_give_their_entry_locks(self):
+        # callers whose contexts do not fit: one context per call site,
+        # each with the lock its caller takes around it
+        from unittest import mock
+        from lkmm_mark.contexts import Contexts
+        with mock.patch.object(Contexts, "_SITE_MAX", Contexts._CTX_MAX):
+            A = analyse_fixture(FIXTURES / "caller_contexts_many")
+        (a,) = [a for a in A.accesses if a.fn == "read_ctl"]
         self.assertEqual(len(A.lockset_chains(a)), 2)
+        self.assertEqual(self._verdicts(A)["read_ctl"], ("none", "locked-in-every-caller"))
 
     def test_without_one_context_per_call_the_read_races(self):
         # the locks every caller holds, the only context left before, are
@@ -1714,6 +1727,38 @@ class ManyContexts(unittest.TestCase):
         A, _ = analyse_edited(self, "caller_contexts_many", "many.c",
                               "\tmutex_lock(&fs->reloc_mutex);\n\tread_ctl(fs);",
                               "\tmutex_lock(&fs->l1);\n\tread_ctl(fs);")
+        self.assertEqual(self._verdicts(A)["read_ctl"], ("READ_ONCE", "unlocked-read"))
+
+
+class ManyContextsOneHopUp(unittest.TestCase):
+    """Fixture caller_contexts_hop: a function with more calling contexts
+    than are counted gets one per call site, each of them one per context
+    of the caller when those are few (a helper whose callers hold
+    different locks): the locks every caller of that helper holds, none,
+    no longer stand for all of them."""
+
+    def _verdicts(self, A):
+        return {a.fn: (a.action, a.rule) for a in A.accesses if a.field == "ctl"}
+
+    def test_the_callers_contexts_keep_their_locks(self):
+        A = analyse_fixture(FIXTURES / "caller_contexts_hop")
+        (a,) = [a for a in A.accesses if a.fn == "read_ctl"]
+        self.assertIsNone(A.caller_contexts((a.file, a.fn)))
+        chains = [c for _, c in A.lockset_chains(a)]
+        self.assertIn(("commit_step", "check_ctl", "read_ctl"), chains)
+        self.assertEqual(self._verdicts(A)["read_ctl"], ("none", "locked-in-every-caller"))
+
+    def test_with_the_callers_entry_locks_only_the_read_races(self):
+        # each call site with only the locks its caller is entered with
+        # in all of its contexts (before): check_ctl()'s are none
+        from unittest import mock
+        from lkmm_mark.contexts import Contexts
+        orig = Contexts._site_locksets
+
+        def entry_only(self, fn, sites, need, own, visiting, drop=(), by_site=False):
+            return orig(self, fn, sites, need, own, None if by_site else visiting, drop)
+        with mock.patch.object(Contexts, "_site_locksets", entry_only):
+            A = analyse_fixture(FIXTURES / "caller_contexts_hop")
         self.assertEqual(self._verdicts(A)["read_ctl"], ("READ_ONCE", "unlocked-read"))
 
 

@@ -188,8 +188,10 @@ class Contexts:
     # (16 named the nearest entry point for about 250 more sites); past it,
     # an access's own function gets one context per call site
     # (_site_contexts()), which 1024 would not better: it flagged the same
-    # sites in the three targets measured, in up to five times the time
+    # sites in the three targets measured, in up to five times the time;
+    # those per call site may be up to _SITE_MAX (each caller's own)
     _CTX_MAX = 64
+    _SITE_MAX = 256
 
     def caller_contexts(self, key, _visiting=None):
         """The locksets fn (key) is entered with, one per calling context:
@@ -237,13 +239,12 @@ class Contexts:
         return res
 
     def _site_contexts(self, key, sites, need):
-        """_contexts_from() for an access's own function, or when that has
-        more than _CTX_MAX contexts, one per call site, each with the
-        locks its caller is entered with in all of its own contexts (a
-        caller that holds a lock around one call keeps it there, where the
-        locks every caller holds lose it); None when those are too many
-        too.  Only here, not for a caller up the chain: there the caller's
-        entry locks, one context, keep the contexts further up apart."""
+        """_contexts_from() for an access's own function, or past _CTX_MAX
+        contexts those of each call site: its locks with each of its
+        caller's contexts (a helper whose callers hold different locks),
+        or where they are too many, the locks the caller is entered with
+        in all of them (which lose a lock held around one call only);
+        None when those are too many too (up to _SITE_MAX)."""
         res = self._contexts_from(key, sites, need=need)
         fn = self.src.funcs.get(key)
         if res is not None or fn is None or fn.name in self.addr_taken or \
@@ -254,21 +255,23 @@ class Contexts:
         memo = self._ctxmemo
         if mkey not in memo:
             live = self._context_sites(fn, sites, ())
-            out = self._site_locksets(fn, live, need, set(self.entry.get(key, {})), None) \
-                if live else None
+            out = self._site_locksets(fn, live, need, set(self.entry.get(key, {})), {key},
+                                      by_site=True) if live else None
             memo[mkey] = sorted(out, key=sorted) if out else None
             for h in memo[mkey] or ():
                 self._ctxchain.setdefault((key, h), out[h])
         return memo[mkey]
 
-    def _site_locksets(self, fn, sites, need, own, visiting, drop=()):
+    def _site_locksets(self, fn, sites, need, own, visiting, drop=(), by_site=False):
         """{lockset: call chain} of fn's calling contexts through sites,
         each caller's own contexts (visiting: the functions on the way,
-        None: only the caller's entry locks), or None past _CTX_MAX."""
+        None: only the caller's entry locks), or None past _CTX_MAX;
+        by_site: a caller whose contexts do not fit (with one for each
+        site after it) gives its entry locks, which all of them hold."""
         clocks = list(self.P.container_locks.values())
         covered = fn.name in self._covering()
         out = {}
-        for (caller, st, k) in sites:
+        for i, (caller, st, k) in enumerate(sites):
             base = set(st.held)
             ck = (caller.file, caller.name)
             # the caller's contexts that reach this call (flagargs.py)
@@ -277,7 +280,7 @@ class Contexts:
                 continue                # a call no caller's call reaches (flagargs.py)
             cc = self._contexts_from(ck, rs, visiting, drop=drop) \
                 if visiting is not None else None
-            if cc is None:
+            if cc is None or by_site and len(out) + len(cc) + len(sites) - i > self._SITE_MAX + 1:
                 cc = [frozenset(self.entry.get(ck, {}))]
             for c in cc:
                 h = _context_set(base | {n for n in c if n not in st.killed} | own,
@@ -287,7 +290,7 @@ class Contexts:
                 # the call chain of this context, first found (pairs.py
                 # names the contexts that race, not the nearest entry)
                 out.setdefault(frozenset(h), self.context_chain(ck, c) + (fn.name,))
-            if len(out) > self._CTX_MAX:
+            if len(out) > (self._SITE_MAX if by_site else self._CTX_MAX):
                 return None
         return out
 
