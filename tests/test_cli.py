@@ -257,6 +257,11 @@ class CliErrors(unittest.TestCase):
                  '"objects": [0]}]}', "objects must be a list of two or more"),
                 ('{"lock_functions": [{"name": "f", "op": "acquire", "lock": "l", '
                  '"object": 0}]}', "object must be an argument number, on a release"),
+                ('{"lock_functions": [{"name": "f", "op": "acquire", "lock": "l", '
+                 '"mode": "exclusive", "raised_where": {"call": "p", "mode_arg": [2, "X"]}}]}',
+                 "raised_where must be"),
+                ('{"lock_functions": [{"name": "f", "op": "acquire", "lock": "l", '
+                 '"mode": "read", "raised_where": {"call": "p"}}]}', "raised_where must be"),
                 ('{"pseudo_locks": [{"name": "s.p", "struct": "s"}]}',
                  "pseudo_locks entry without 'reason'"),
                 ('{"instances": [{"struct": "s", "roles": {"a": ["x.p"]}, "reason": "r"}]}',

@@ -2013,6 +2013,41 @@ class TwoObjectLocks(unittest.TestCase):
                          ("WRITE_ONCE", "unlocked-write"))
 
 
+class RaisedWhere(unittest.TestCase):
+    def test_without_the_fact_the_branch_holds_shared(self):
+        """Fixture raised_where without 'raised_where': map_write()'s
+        branch of node_is_cow(n) holds the lock shared only, so
+        node_init_cow()'s store there races with node_map()'s shared load
+        and map_write()'s own loads (lockraise.py is what kept them
+        apart)."""
+        d = FIXTURES / "raised_where"
+        p = json.loads((d / "policies.json").read_text())
+        for e in p["lock_functions"]:
+            e.pop("raised_where", None)
+        A = analyse_fixture(d, policies=json.dumps(p))
+        got = {(a.fn, a.line): (a.action, a.rule) for a in A.accesses if a.field == "cowp"}
+        self.assertEqual(got[("node_init_cow", 43)], ("WRITE_ONCE", "unlocked-write"))
+        self.assertEqual(got[("node_map", 82)], ("READ_ONCE", "racing-locked-read"))
+        self.assertEqual(got[("map_write", 97)], ("READ_ONCE", "racing-locked-read"))
+
+    def test_another_object_raises_nothing(self):
+        """The test of the predicate on another node than the one locked
+        raises nothing: the store races again."""
+        A, _ = analyse_edited(self, "raised_where", "map.c",
+                              "\tif (node_is_cow(n)) {", "\tif (node_is_cow(n->peer)) {")
+        got = {(a.fn, a.line): (a.action, a.rule) for a in A.accesses if a.field == "cowp"}
+        self.assertEqual(got[("node_map", 82)], ("READ_ONCE", "racing-locked-read"))
+
+    def test_a_shared_value_raises_nothing(self):
+        """A mode local also given the shared token: the caller may have
+        asked for the shared mode, and the predicate (which raises only a
+        write) raises nothing."""
+        A, _ = analyse_edited(self, "raised_where", "map.c",
+                              "\tn->len = v;", "\tn->len = v;\n\tmode = NODE_SHARED;")
+        got = {(a.fn, a.line): (a.action, a.rule) for a in A.accesses if a.field == "cowp"}
+        self.assertEqual(got[("node_map", 82)], ("READ_ONCE", "racing-locked-read"))
+
+
 class LastRefLock(unittest.TestCase):
     def test_without_the_dec_and_lock_the_load_races(self):
         """last_ref_lock with the release's atomic_dec_and_lock() replaced by

@@ -23,7 +23,7 @@ ANALYSIS = ["analysis", "assertentry", "source", "tokutil", "accesses", "syntax"
             "exclusions", "protection", "races", "verdicts", "accessors", "contexts",
             "pairs", "guards", "doublefetch", "twostep", "flagargs", "instances", "variants",
             "opsentry", "forksplit", "lockstate", "lockmodes", "lockconds", "callctx",
-            "lockobjects", "heldobjects", "locks", "nullargs", "waits", "handback", "diagflow",
+            "lockobjects", "lockraise", "heldobjects", "locks", "nullargs", "waits", "handback", "diagflow",
             "drains", "memberflags",
             "threads", "lending", "torn", "initflags", "workself",
             "newobjects", "newmembers", "outmade"]

@@ -3,7 +3,7 @@
 part): a try-lock, a state guard or a remembered flag in an 'if' or a
 loop condition gives a state when it is true and another when it is
 false; '&&' and '||' decide them in order."""
-from . import correlate
+from . import correlate, lockraise
 from .lockmodes import hold_also, mode_name
 from .lockstate import How, merge
 
@@ -197,7 +197,7 @@ class Conds:
             # a state guard: each branch knows the state it tested
             line = self.t[lo].line
             return self.guards.enter(s, g, True, line), self.guards.enter(s.copy(), g, False, line)
-        return s, s.copy()
+        return lockraise.tested(t, lo, hi, s) or (s, s.copy())
 
     def _flag_states(self, lo, hi, st):
         """(state if true, state if false) of a condition that tests a

@@ -14,7 +14,7 @@ macros; while (1) and for (;;) are left only by break), switch/case,
 break/continue, return, forward goto to labels.
 Backward gotos end their path (the label's state is already fixed).
 """
-from . import correlate, heldobjects, lockobjects
+from . import correlate, heldobjects, lockobjects, lockraise
 from .lockconds import Conds
 from .lockmodes import HANDED, group_lock, hold_also, mode_name
 from .lockstate import How, State, merge
@@ -510,8 +510,10 @@ class LockFlow(Conds):
         if op in ("acquire", "acquire_ret0", "trylock"):
             # trylock outside a condition: unknown outcome, nothing held
             if op == "acquire" or op == "acquire_ret0":
-                st.held[mode_name(name, spec)] = lockobjects.taken(
-                    spec, How(spec["name"], line), self.t, self._call_args(k))
+                args = self._call_args(k)
+                st.held[mode_name(name, spec)] = lockraise.taken(spec, lockobjects.taken(
+                    spec, How(spec["name"], line), self.t, args), self.t, self.lo, self.hi,
+                    k, args)
                 hold_also(st, spec, How(spec["name"], line))
                 self.res.events.append((k, "acquire", name))
         elif op == "release":

@@ -27,6 +27,7 @@ def _lock_functions(P, f, specs):
         sel = _selector(f, spec, "when_field", "struct.field") or sel
         sel = _selector(f, spec, "when_mentions", "struct.field") or sel
         _objects(f, spec)
+        _raised_where(f, spec)
         for lk in [spec] + list(spec.get("also", ())):
             if not isinstance(lk, dict) or (lk is not spec and not isinstance(lk.get("lock"), str)):
                 raise _err(f, "lock function %s: also must be a list of {\"lock\", "
@@ -62,6 +63,22 @@ def _objects(f, spec):
     if n is not None and not (isinstance(n, int) and n >= 0 and spec["op"] == "release"):
         raise _err(f, "lock function %s: object must be an argument number, "
                    "on a release", spec["name"])
+
+
+def _raised_where(f, spec):
+    """'raised_where' (lockraise.py): {"call": P, "mode_arg": [n, TOKEN]},
+    on an acquire in read mode."""
+    r = spec.get("raised_where")
+    if r is None:
+        return
+    m = r.get("mode_arg") if isinstance(r, dict) else None
+    if not (isinstance(r, dict) and isinstance(r.get("call"), str) and r["call"] and
+            isinstance(m, list) and len(m) == 2 and isinstance(m[0], int) and m[0] > 0 and
+            isinstance(m[1], str) and m[1] and spec["op"] in ("acquire", "acquire_ret0") and
+            spec.get("mode") == "read"):
+        raise _err(f, "lock function %s: raised_where must be {\"call\": predicate, "
+                   "\"mode_arg\": [argument number > 0, token]}, on an acquire in read mode",
+                   spec["name"])
 
 
 def _selects(spec):
