@@ -97,9 +97,20 @@ _NOT_CALL = {"if", "while", "for", "switch", "return", "sizeof", "typeof", "__ty
              "__typeof", "_Alignof", "__alignof__"}
 
 
+_TRACKED = {}
+
+
 def tracked_locals(t, lo, hi):
     """The variables the function toks[lo:hi] declares ('T v =', 'T v;',
-    'T v,') whose address it never takes."""
+    'T v,') whose address it never takes (remembered with the token list,
+    so that its id is not reused: scan.py fills it while spatch runs)."""
+    c = _TRACKED.get((id(t), lo, hi))
+    if c is None or c[0] is not t:
+        c = _TRACKED[(id(t), lo, hi)] = (t, _tracked_locals(t, lo, hi))
+    return c[1]
+
+
+def _tracked_locals(t, lo, hi):
     decl, addr = set(), set()
     for k in range(lo + 1, hi - 1):
         x = t[k]

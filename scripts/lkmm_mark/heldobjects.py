@@ -180,10 +180,23 @@ def _list_heads(t, lo, hi):
             t[j + 2].kind == "id" and t[j + 3].text == ")"}
 
 
+_FILLERS = {}
+
+
+def _list_fillers(lockfns):
+    """The 'locked_lists' entries of lockfns (worked out once per dict,
+    which is kept with the answer so that its id is not reused)."""
+    c = _FILLERS.get(id(lockfns))
+    if c is None or c[0] is not lockfns:
+        c = _FILLERS[id(lockfns)] = (lockfns, {n: sp for n, sp in lockfns.items()
+                                               if sp.get("op") == "acquire_list"})
+    return c[1]
+
+
 def locked_list_takes(t, lo, hi, lockfns):
     """token index of 'list_first_entry' -> the acquire spec of a take from
     a local list only a 'locked_lists' function filled (see above)."""
-    fills = {n: sp for n, sp in lockfns.items() if sp.get("op") == "acquire_list"}
+    fills = _list_fillers(lockfns)
     out = {}
     for name, d in (_list_heads(t, lo, hi) if fills else {}).items():
         uses = [j for j in range(lo, hi) if t[j].text == name and t[j].kind == "id" and

@@ -15,7 +15,7 @@ import collections
 import os
 import re
 
-from . import csrc
+from . import correlate, csrc
 from .accessors import all_macro_defs
 from .locks import KEYWORDS
 from .tokutil import _declares, _owner, _ops_member, _call_start, _split
@@ -43,6 +43,9 @@ class SourceScan:
             self.params(fn)
             self._ids(fn)
             self._flag_ranges(fn)
+            # the lock flow's (locks.py: the flow runs over the body and
+            # its closing brace)
+            correlate.tracked_locals(self.src.toks[fn.file], fn.body_start, fn.body_end + 1)
 
     def source_scan(self):
         """The parts of the call graph that depend on the sources alone (no
