@@ -40,7 +40,7 @@ class Callers:
         annot = {}
         # a method of an ops table the caller calls with a lock held
         # (policies 'ops_entry_locks': the VFS holds i_rwsem around ->unlink)
-        ops_entry = self._ops_members(set(self.P.ops_entry_locks) | set(self.P.ops_table_locks))
+        ops_entry = self.ops_entry_members()
         for key, fn in self.src.funcs.items():
             annot[key] = self._own_entry_locks(key, fn, ops_entry)
         # a lock a callee handed the parameter on every path asserts

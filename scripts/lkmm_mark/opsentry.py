@@ -29,6 +29,16 @@ class OpsEntry:
         return None
 
 
+    def ops_entry_members(self):
+        """_ops_members() of the members policies/ gives entry locks (the
+        sources and the policies only: scan.py has it found while spatch
+        runs, SOURCE_CACHES)."""
+        memo = self.__dict__.setdefault("_opsentrycache", {})
+        if "members" not in memo:
+            memo["members"] = self._ops_members(set(self.P.ops_entry_locks) |
+                                                set(self.P.ops_table_locks))
+        return memo["members"]
+
     def _ops_members(self, members):
         """fn name -> [(member, file, line)] for the '.member = fn' entries
         of ops tables whose member is in members."""

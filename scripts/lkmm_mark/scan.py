@@ -33,7 +33,7 @@ class SourceScan:
 
     # the caches of the Analysis that depend on the sources alone, which
     # warm_function_caches() fills and commands.analyse() hands on
-    SOURCE_CACHES = ("_paramcache", "_idcache", "_flagranges")
+    SOURCE_CACHES = ("_paramcache", "_idcache", "_flagranges", "_opsentrycache")
 
     def warm_function_caches(self):
         """Each function's parameters, identifiers and the ranges its
@@ -46,6 +46,7 @@ class SourceScan:
             # the lock flow's (locks.py: the flow runs over the body and
             # its closing brace)
             correlate.tracked_locals(self.src.toks[fn.file], fn.body_start, fn.body_end + 1)
+        self.ops_entry_members()
 
     def source_scan(self):
         """The parts of the call graph that depend on the sources alone (no
