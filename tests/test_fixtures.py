@@ -2151,3 +2151,36 @@ class MadeOutParam(unittest.TestCase):
                          {"key": ("none", "private"),
                           "bn": ("WRITE_ONCE", "unlocked-write"),
                           "flags": ("none", "private")})
+
+
+class RangeWrapper(unittest.TestCase):
+    """Fixture range_flushed with dio_begin() reading the block through
+    map_blocks(), a wrapper handed the extent map whose body names no
+    member: its callee get_blocks() keeps the locked range of every
+    caller (callers.py _covering()); a wrapper not handed an extent map
+    (a 'void *' parameter) passes no hold on, and the read is unlocked."""
+
+    def blocks_read(self, *edits):
+        import shutil
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="lkmm-fx-") as tmp:
+            d = Path(tmp) / "range_flushed"
+            shutil.copytree(FIXTURES / "range_flushed", d)
+            c = d / "range.c"
+            text = c.read_text()
+            for old, new in edits:
+                self.assertIn(old, text)
+                text = text.replace(old, new)
+            c.write_text(text)
+            A = analyse_fixture(d)
+        return next((a.action, a.rule) for a in A.accesses if a.fn == "get_blocks")
+
+    def test_through_the_wrapper(self):
+        self.assertEqual(self.blocks_read(("v += get_blocks(em);", "v += map_blocks(em);")),
+                         ("none", "locked-in-every-caller"))
+
+    def test_wrapper_not_handed_a_map(self):
+        self.assertEqual(self.blocks_read(("v += get_blocks(em);", "v += map_blocks(em);"),
+                                          ("map_blocks(struct extmap *em)\n{\n\treturn get_blocks(em);",
+                                           "map_blocks(void *p)\n{\n\treturn get_blocks(p);")),
+                         ("READ_ONCE", "unlocked-read"))
