@@ -2153,6 +2153,33 @@ class MadeOutParam(unittest.TestCase):
                           "flags": ("none", "private")})
 
 
+class KindContexts(unittest.TestCase):
+    """Fixture kind_contexts edited so that a context in which
+    item_delete() may clear a buffer's item holds no buffer lock: a call
+    whose argument does not tell its container (a pointer member), or
+    buf_done() calling it after the unlock.  buf_verify()'s read races
+    with item_delete()'s store again (kindctx.py is what kept the intents'
+    contexts out, not another rule)."""
+
+    def verify_read(self, old, new):
+        A, _ = analyse_edited(self, "kind_contexts", "item.c", old, new)
+        a = next(a for a in A.accesses if a.fn == "buf_verify" and a.field == "lsn")
+        return a.action, a.rule, a.tier, a.pair.fn if a.pair is not None else None
+
+    def test_unchanged(self):
+        self.assertEqual(self.verify_read("item_remove(&ip->ii);", "item_remove(&ip->ii);"),
+                         ("none", "lockset-only", "lockset-only", None))
+
+    def test_container_not_told(self):
+        self.assertEqual(self.verify_read("item_remove(&ip->ii);", "item_remove(ip->other);"),
+                         ("READ_ONCE", "unlocked-read", "paired", "item_delete"))
+
+    def test_buffer_item_unlocked(self):
+        self.assertEqual(self.verify_read("\titem_delete(&bp->bip->bi);\n\tmutex_unlock(&bp->lock);",
+                                          "\tmutex_unlock(&bp->lock);\n\titem_delete(&bp->bip->bi);"),
+                         ("READ_ONCE", "unlocked-read", "paired", "item_delete"))
+
+
 class RangeWrapper(unittest.TestCase):
     """Fixture range_flushed with dio_begin() reading the block through
     map_blocks(), a wrapper handed the extent map whose body names no
