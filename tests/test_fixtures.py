@@ -2186,3 +2186,63 @@ class MadeOutParam(unittest.TestCase):
                          {"key": ("none", "private"),
                           "bn": ("WRITE_ONCE", "unlocked-write"),
                           "flags": ("none", "private")})
+
+
+class KindContexts(unittest.TestCase):
+    """Fixture kind_contexts edited so that a context in which
+    item_delete() may clear a buffer's item holds no buffer lock: a call
+    whose argument does not tell its container (a pointer member), or
+    buf_done() calling it after the unlock.  buf_verify()'s read races
+    with item_delete()'s store again (kindctx.py is what kept the intents'
+    contexts out, not another rule)."""
+
+    def verify_read(self, old, new):
+        A, _ = analyse_edited(self, "kind_contexts", "item.c", old, new)
+        a = next(a for a in A.accesses if a.fn == "buf_verify" and a.field == "lsn")
+        return a.action, a.rule, a.tier, a.pair.fn if a.pair is not None else None
+
+    def test_unchanged(self):
+        self.assertEqual(self.verify_read("item_remove(&ip->ii);", "item_remove(&ip->ii);"),
+                         ("none", "lockset-only", "lockset-only", None))
+
+    def test_container_not_told(self):
+        self.assertEqual(self.verify_read("item_remove(&ip->ii);", "item_remove(ip->other);"),
+                         ("READ_ONCE", "unlocked-read", "paired", "item_delete"))
+
+    def test_buffer_item_unlocked(self):
+        self.assertEqual(self.verify_read("\titem_delete(&bp->bip->bi);\n\tmutex_unlock(&bp->lock);",
+                                          "\tmutex_unlock(&bp->lock);\n\titem_delete(&bp->bip->bi);"),
+                         ("READ_ONCE", "unlocked-read", "paired", "item_delete"))
+
+
+class RangeWrapper(unittest.TestCase):
+    """Fixture range_flushed with dio_begin() reading the block through
+    map_blocks(), a wrapper handed the extent map whose body names no
+    member: its callee get_blocks() keeps the locked range of every
+    caller (callers.py _covering()); a wrapper not handed an extent map
+    (a 'void *' parameter) passes no hold on, and the read is unlocked."""
+
+    def blocks_read(self, *edits):
+        import shutil
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="lkmm-fx-") as tmp:
+            d = Path(tmp) / "range_flushed"
+            shutil.copytree(FIXTURES / "range_flushed", d)
+            c = d / "range.c"
+            text = c.read_text()
+            for old, new in edits:
+                self.assertIn(old, text)
+                text = text.replace(old, new)
+            c.write_text(text)
+            A = analyse_fixture(d)
+        return next((a.action, a.rule) for a in A.accesses if a.fn == "get_blocks")
+
+    def test_through_the_wrapper(self):
+        self.assertEqual(self.blocks_read(("v += get_blocks(em);", "v += map_blocks(em);")),
+                         ("none", "locked-in-every-caller"))
+
+    def test_wrapper_not_handed_a_map(self):
+        self.assertEqual(self.blocks_read(("v += get_blocks(em);", "v += map_blocks(em);"),
+                                          ("map_blocks(struct extmap *em)\n{\n\treturn get_blocks(em);",
+                                           "map_blocks(void *p)\n{\n\treturn get_blocks(p);")),
+                         ("READ_ONCE", "unlocked-read"))

@@ -25,7 +25,7 @@ ANALYSIS = ["analysis", "assertentry", "source", "tokutil", "accesses", "syntax"
             "opsentry", "forksplit", "lockstate", "lockmodes", "lockconds", "callctx",
             "lockobjects", "lockraise", "heldobjects", "locks", "nullargs", "waits", "handback", "diagflow",
             "drains", "memberflags",
-            "threads", "lending", "torn", "initflags", "workself",
+            "threads", "lending", "torn", "initflags", "workself", "kindctx",
             "newobjects", "newmembers", "outmade"]
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60

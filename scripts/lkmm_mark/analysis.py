@@ -64,6 +64,7 @@ from .assertentry import AssertEntry
 from .handback import HandBack
 from .initflags import InitFlags
 from .instances import Instances
+from .kindctx import KindContexts
 from .lending import Lending
 from .lockmodes import declare_covers, declare_exclusions
 from .nullargs import NullArgs
@@ -98,7 +99,8 @@ class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, WaitedWork, Ca
                MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
                NewObjects, NewMembers, OutMade,
                Owners, InitFlags, FieldValues, Exclusions, Protection, Races, Waits, Drains,
-               Verdicts, Contexts, Variants, Instances, Threads, TornObjects, WorkSelf, Lending,
+               Verdicts, Contexts, Variants, Instances, Threads, TornObjects, WorkSelf,
+               KindContexts, Lending,
                Pairs, DoubleFetch, TwoStep, DiagFlow):
     def __init__(self, tree, target, facts, policies, files, src=None):
         self.tree = tree

@@ -152,12 +152,35 @@ class Callers:
         (a range's extent maps); a call into code that touches none (a
         space reservation, a flush, a commit) works on other objects,
         and neither it nor its callees get the hold (it would also only
-        multiply the contexts a function counts)."""
+        multiply the contexts a function counts).  A function handed such
+        an object (a parameter 'struct S *p' or 'struct S **pp', as a call
+        wrapper 'f(a, p) { g(a, &p, 1); }' is) works on it too, even when
+        its own body touches none of its members; so does one that
+        accesses a struct embedding such an object by value (its
+        container: 'struct C { struct S s; ... }', 'c->s' is one)."""
         got = self.__dict__.get("_covmemo")
         if got is None:
             structs = {s for c in self.P.pseudo_locks.values() for s in c.get("covers", ())}
-            got = self._covmemo = frozenset(a.fn for a in self.accesses if a.struct in structs)
+            if structs:
+                structs |= self._containers(structs)
+            got = frozenset(a.fn for a in self.accesses if a.struct in structs)
+            if structs:
+                got |= self._handed_covered(structs)
+            self._covmemo = got
         return got
+
+    def _containers(self, structs):
+        """The structs with a member of one of structs, by value."""
+        types = {"struct " + s for s in structs}
+        return {name for name, members in self.src.structs.items()
+                if any(not m.pointer and not m.array and m.type in types
+                       for m in (members or {}).values())}
+
+    def _handed_covered(self, structs):
+        """The names of the functions with a parameter pointing to one of
+        structs."""
+        return {fn.name for fn in self.src.funcs.values()
+                if any(self._decl_types(fn).get(p) in structs for p in self.params(fn) if p)}
 
     def _own_entry_locks(self, key, fn, ops_entry):
         """The locks fn itself says it is entered with: annotations, a

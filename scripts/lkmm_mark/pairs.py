@@ -16,7 +16,10 @@ Each candidate pair is kept apart, and so not a race, when
   their calling contexts no lock keeps apart (workself.py);
 - one is made before the start of the thread the other is reached only
   from, which runs once per object (threads.py not_started());
-- the access paths show two different objects (instances.py).
+- the access paths show two different objects (instances.py), also per
+  calling context: one names the container of its embedded struct, the
+  other's parameter is handed another container's member in the
+  contexts no lock keeps apart (kindctx.py).
 
 A site with a counterpart is 'paired': its reason names the counterpart
 (function, file:line, locks) and the contexts of both.  A site without
@@ -286,6 +289,8 @@ class Pairs:
             return "locks"
         if self._owned_apart(a, b) or self.torn_apart(a, b):
             return "teardown"
+        if self.kind_apart(a, b):
+            return "instance"
         return None
 
     def _owned_apart(self, a, b):

@@ -217,13 +217,15 @@ class TornObjects:
         return self.contexts_without(fn, n, ("live", i), self._carried(i), visiting,
                                      alone=lambda g, m: (g.name, m) == obj)
 
-    def contexts_without(self, fn, n, tag, carried, visiting, alone=None, skip=None):
+    def contexts_without(self, fn, n, tag, carried, visiting, alone=None, skip=None,
+                         skip_arg=None):
         """The locksets fn is entered with in the calling contexts in which
         its parameter n is not the object the parameters carried carry (a
         call passing on a carrier's parameter bare follows the caller's own
         such contexts; any other call, all of the caller's): [] where
         alone(fn, n) says n is only ever that object, no context from a
-        call whose argument skip(caller, text) rules out; None past the
+        call whose argument skip(caller, text) (a single token) or
+        skip_arg(caller, lo, hi) (toks[lo:hi]) rules out; None past the
         context limit or in a cycle.  tag names the object in the memo."""
         memo = self.__dict__.setdefault("_withoutmemo", {})
         key = (tag, fn.file, fn.name, n)
@@ -235,12 +237,13 @@ class TornObjects:
         if key in visiting:
             return None
         visiting.add(key)
-        out = self._sites_without(fn, n, tag, carried, visiting, alone, skip)
+        out = self._sites_without(fn, n, tag, carried, visiting, alone, (skip, skip_arg))
         visiting.discard(key)
         memo[key] = out
         return out
 
-    def _sites_without(self, fn, n, tag, carried, visiting, alone, skip):
+    def _sites_without(self, fn, n, tag, carried, visiting, alone, skips):
+        skip, skip_arg = skips
         own = [frozenset(self.entry.get((fn.file, fn.name), {}))]
         sites = self._context_sites(fn, None, ())
         if sites is None:
@@ -250,6 +253,8 @@ class TornObjects:
             args = self._call_args(caller.file, k) or ()
             toks = self.src.toks[caller.file]
             cc = None
+            if skip_arg is not None and n < len(args) and skip_arg(caller, *args[n]):
+                continue                # not the object asked about
             if n < len(args) and args[n][1] - args[n][0] == 1:
                 t = toks[args[n][0]].text
                 names = self.params(caller)
@@ -257,7 +262,7 @@ class TornObjects:
                     continue            # no object, or only the carried one
                 if t in names and (caller.file, caller.name, names.index(t)) in carried:
                     cc = self.contexts_without(caller, names.index(t), tag, carried,
-                                               visiting, alone, skip)
+                                               visiting, alone, skip, skip_arg)
                     if cc == []:
                         continue        # only the carried object comes here
             got.append(((caller, st, k), cc))
