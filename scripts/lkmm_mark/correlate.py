@@ -20,6 +20,8 @@ operators, no call and no side effect, so that the second evaluation
 can only differ if a store this function does not make changes a field
 in between; the code that re-tests a condition relies on the same.
 """
+from .csrc import remembered
+
 
 _ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "|=", "&=", "^=", "<<=", ">>=",
            "++", "--"}
@@ -102,12 +104,9 @@ _TRACKED = {}
 
 def tracked_locals(t, lo, hi):
     """The variables the function toks[lo:hi] declares ('T v =', 'T v;',
-    'T v,') whose address it never takes (remembered with the token list,
-    so that its id is not reused: scan.py fills it while spatch runs)."""
-    c = _TRACKED.get((id(t), lo, hi))
-    if c is None or c[0] is not t:
-        c = _TRACKED[(id(t), lo, hi)] = (t, _tracked_locals(t, lo, hi))
-    return c[1]
+    'T v,') whose address it never takes (remembered: scan.py has them
+    found while spatch runs)."""
+    return remembered(_TRACKED, t, lambda: _tracked_locals(t, lo, hi), lo, hi)
 
 
 def _tracked_locals(t, lo, hi):

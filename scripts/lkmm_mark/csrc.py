@@ -206,6 +206,17 @@ def base_start(toks, k):
     return None
 
 
+def remembered(table, obj, make, *key):
+    """make()'s answer for obj (and key), remembered in table by obj's id;
+    the entry keeps obj, so that its id is not reused while it is there
+    (a token list, a lock table: objects without attributes of their own)."""
+    k = (id(obj),) + key
+    c = table.get(k)
+    if c is None or c[0] is not obj:
+        c = table[k] = (obj, make())
+    return c[1]
+
+
 def match_paren(toks, i):
     """Index of the bracket closing toks[i] ('(' '[' '{'), or len(toks)."""
     tab = getattr(toks, "closing", None)

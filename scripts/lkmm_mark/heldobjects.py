@@ -31,7 +31,7 @@ ends, so an entry released is not taken again.
 
 Reads: the member tokens the accesses say load a declared member
 (callgraph.py).  Sets nothing."""
-from .csrc import base_start
+from .csrc import base_start, remembered
 from .lockstate import How
 
 _STEPS = {"++", "--", "+=", "-=", "|=", "&=", "^="}
@@ -46,9 +46,10 @@ def _member_end(t, lo, hi, held):
     return held[k] if base_start(t, k - 1) == lo else None
 
 
-def _callee(t, j, lo):
-    """The name of the call whose argument list toks[j] is in, or None."""
-    depth = 0
+def _call_pos(t, j, lo):
+    """(the '(' or '[' whose list toks[j] is directly in, or None; the
+    number of the item toks[j] is in)."""
+    depth, n = 0, 0
     while j > lo:
         j -= 1
         x = t[j].text
@@ -56,9 +57,18 @@ def _callee(t, j, lo):
             depth += 1
         elif x in ("(", "["):
             if depth == 0:
-                return t[j - 1].text if x == "(" and t[j - 1].kind == "id" else None
+                return j, n
             depth -= 1
-    return None
+        elif x == "," and depth == 0:
+            n += 1
+    return None, n
+
+
+def _callee(t, j, lo):
+    """The name of the call whose argument list toks[j] is in, or None."""
+    o = _call_pos(t, j, lo)[0]
+    return t[o - 1].text if o is not None and t[o].text == "(" and t[o - 1].kind == "id" \
+        else None
 
 
 def _use_ok(t, j, lo, lock, lockfns):
@@ -156,23 +166,6 @@ def _with(st, lock, line):
 
 
 
-def _arg_no(t, j, lo):
-    """The number of the argument toks[j] is in, in the call around it."""
-    depth, n = 0, 0
-    while j > lo:
-        j -= 1
-        x = t[j].text
-        if x in (")", "]"):
-            depth += 1
-        elif x in ("(", "["):
-            if depth == 0:
-                return n
-            depth -= 1
-        elif x == "," and depth == 0:
-            n += 1
-    return n
-
-
 def _list_heads(t, lo, hi):
     """The local list heads the body declares: 'LIST_HEAD(l);'."""
     return {t[j + 2].text: j + 2 for j in range(lo, hi - 4)
@@ -184,13 +177,9 @@ _FILLERS = {}
 
 
 def _list_fillers(lockfns):
-    """The 'locked_lists' entries of lockfns (worked out once per dict,
-    which is kept with the answer so that its id is not reused)."""
-    c = _FILLERS.get(id(lockfns))
-    if c is None or c[0] is not lockfns:
-        c = _FILLERS[id(lockfns)] = (lockfns, {n: sp for n, sp in lockfns.items()
-                                               if sp.get("op") == "acquire_list"})
-    return c[1]
+    """The 'locked_lists' entries of lockfns (worked out once per table)."""
+    return remembered(_FILLERS, lockfns, lambda: {
+        n: sp for n, sp in lockfns.items() if sp.get("op") == "acquire_list"})
 
 
 def locked_list_takes(t, lo, hi, lockfns):
@@ -206,7 +195,7 @@ def locked_list_takes(t, lo, hi, lockfns):
             fn = _callee(t, j, lo)
             whole = t[j - 1].text == "&" and t[j - 2].text in ("(", ",") and \
                 t[j + 1].text in (",", ")")
-            if whole and fn in fills and _arg_no(t, j - 1, lo) == fills[fn]["arg"]:
+            if whole and fn in fills and _call_pos(t, j - 1, lo)[1] == fills[fn]["arg"]:
                 filled.append((j, fills[fn]))
             elif whole and fn == "list_empty" and t[j + 1].text == ")":
                 pass

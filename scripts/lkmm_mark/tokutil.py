@@ -52,13 +52,9 @@ _AGGREGATES = {}
 
 
 def _aggregate_keywords(toks):
-    """The sorted indices of toks' 'struct' and 'union' tokens (kept with
-    the list, so that its id is not reused while it is remembered)."""
-    c = _AGGREGATES.get(id(toks))
-    if c is None or c[0] is not toks:
-        c = _AGGREGATES[id(toks)] = (toks, [k for k, t in enumerate(toks)
-                                            if t.text in ("struct", "union")])
-    return c[1]
+    """The sorted indices of toks' 'struct' and 'union' tokens."""
+    return csrc.remembered(_AGGREGATES, toks, lambda: [
+        k for k, t in enumerate(toks) if t.text in ("struct", "union")])
 
 
 def _scan_decls(toks, lo, hi, body, types):
