@@ -205,6 +205,10 @@ class CliErrors(unittest.TestCase):
                  "thread_lifetimes t: thread and stop must be function names"),
                 ('{"thread_lifetimes": [{"thread": "t", "reason": "r"}]}',
                  "thread_lifetimes entry without 'stop'"),
+                ('{"thread_lifetimes": [{"thread": "t", "stop": "s", "also": "u", "reason": "r"}]}',
+                 "thread_lifetimes t: also must be a list of function names"),
+                ('{"thread_lifetimes": [{"thread": "t", "stop": "s", "held": "l", "reason": "r"}]}',
+                 "thread_lifetimes t: held must be a lock (struct.field)"),
                 ('{"teardown_contexts": [{"entry": "w", "object": {"function": "f", "arg": "1"}, '
                  '"reached_by": [], "reason": "r"}]}',
                  "teardown_contexts w: 'entry' is a function, 'object' {function, arg"),

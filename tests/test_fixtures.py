@@ -1914,6 +1914,56 @@ class ThreadLifetimes(unittest.TestCase):
         self.assertIn("thread_lifetimes guard_thread", str(cm.exception))
 
 
+class ThreadHeld(unittest.TestCase):
+    """Fixture thread_held: a 'thread_lifetimes' entry whose evidence is
+    a lock the thread holds until it ends ('held'), for a group of two
+    threads ('also')."""
+    def _flagged(self, A):
+        return sorted((a.line, a.fn, a.field) for a in A.accesses
+                      if a.action != "none" and a.field == "root")
+
+    def test_without_the_fact_the_store_before_the_start_races(self):
+        """Without the entry, scan_create()'s store of root before the
+        kthread_run() pairs with the thread's load."""
+        def untold(P):
+            P.thread_lifetimes = []
+        got = {}
+        for tweak in (None, untold):
+            got[tweak is None] = self._flagged(
+                analyse_fixture(FIXTURES / "thread_held", tweak=tweak))
+        self.assertEqual(got[True], [])
+        self.assertEqual(got[False], [(37, "scan_thread", "root"), (55, "scan_create", "root")])
+
+    def test_a_stop_that_does_not_wait_proves_nothing(self):
+        """A stop function that does not take the lock (the rw->ro
+        remount no longer waits for the thread): the entry applies to
+        nothing, and root races."""
+        A, _ = analyse_edited(self, "thread_held", "scan.c", "\t\tdown(&fs->scan_sem);\n"
+                              "\t\tup(&fs->scan_sem);\n", "")
+        self.assertEqual(self._flagged(A), [(37, "scan_thread", "root"),
+                                            (55, "scan_create", "root")])
+
+    def test_a_store_after_the_start_races(self):
+        """The same store made after the kthread_run() races with the
+        thread's load: the thread may run by then."""
+        A, _ = analyse_edited(self, "thread_held", "scan.c", "\tfs->gen = 1;\n",
+                              "\tfs->gen = 1;\n\tfs->root = r;\n")
+        self.assertIn((64, "scan_create", "root"), self._flagged(A))
+        self.assertIn((37, "scan_thread", "root"), self._flagged(A))
+
+    def test_a_malformed_entry_is_one_line(self):
+        from lkmm_mark.tree import UserError
+        for bad, msg in (({"also": "rescan_thread"}, "also must be a list"),
+                         ({"held": "scan_sem"}, "held must be a lock")):
+            entry = {"thread": "scan_thread", "stop": "foo_remount", "reason": "r"}
+            entry.update(bad)
+            with self.assertRaises(UserError) as cm:
+                analyse_fixture(FIXTURES / "thread_held", policies=json.dumps(
+                    {"thread_lifetimes": [entry]}))
+            self.assertNotIn("\n", str(cm.exception))
+            self.assertIn("thread_lifetimes scan_thread: " + msg, str(cm.exception))
+
+
 class TeardownContexts(unittest.TestCase):
     def _flagged(self, A):
         return sorted((a.line, a.fn, a.field) for a in A.accesses

@@ -329,6 +329,15 @@ def _thread_lifetimes(P, f, entries):
         if not all(isinstance(c[k], str) and c[k].isidentifier() for k in ("thread", "stop")):
             raise _err(f, "thread_lifetimes %s: thread and stop must be function names",
                        c["thread"])
+        also = c.get("also", [])
+        if not isinstance(also, list) or not all(isinstance(t, str) and t.isidentifier()
+                                                 for t in also):
+            raise _err(f, "thread_lifetimes %s: also must be a list of function names",
+                       c["thread"])
+        if "held" in c and not (isinstance(c["held"], str) and
+                                re.fullmatch(r"\w+\.\w+", c["held"])):
+            raise _err(f, "thread_lifetimes %s: held must be a lock (struct.field)",
+                       c["thread"])
         P.thread_lifetimes.append(c)
 
 
