@@ -183,6 +183,31 @@ class LiftedFlag(unittest.TestCase):
         self._excl("u64 cur = acct_refs(a);", "s64 cur = acct_refs(a);", "moved")
 
 
+class MadeFlag(unittest.TestCase):
+    """Fixture made_flag edited so that the user scan's context may reach
+    scan_sync(): its load of id, without dev->lock, races with
+    scan_finish()'s store (madeflags.py, the flag scan_setup() copies
+    into the object it makes, is what kept that context out)."""
+
+    def _id(self, old, new):
+        A, _ = analyse_edited(self, "made_flag", "scan.c", old, new)
+        got = next((a.action, a.rule, getattr(a, "tier", None)) for a in A.accesses
+                   if a.field == "id" and a.kind == "read")
+        self.assertEqual(got, ("data_race", "diagnostic-read", "paired"))
+
+    def test_stored_elsewhere_too(self):
+        self._id("\tc->done = 1;", "\tc->replace = 1;")
+
+    def test_the_user_scan_passes_1(self):
+        self._id("return scan_run(dev, 0);", "return scan_run(dev, 1);")
+
+    def test_stored_in_a_branch_of_the_maker(self):
+        self._id("\tc->replace = replace;", "\tif (dev)\n\t\tc->replace = replace;")
+
+    def test_an_object_not_made_in_the_chain(self):
+        self._id("\tscan_walk(c);", "\tscan_walk(scan_current(dev));")
+
+
 class HandedBack(unittest.TestCase):
     """Fixture handed_back edited so that hdr_read_ag() does not return 0
     with the buffer it hands back locked: it is no lock function then,

@@ -24,7 +24,7 @@ ANALYSIS = ["analysis", "assertentry", "source", "tokutil", "accesses", "syntax"
             "pairs", "guards", "doublefetch", "twostep", "flagargs", "instances", "variants",
             "opsentry", "forksplit", "lockstate", "lockmodes", "lockconds", "callctx",
             "lockobjects", "lockraise", "heldobjects", "locks", "nullargs", "waits", "handback", "diagflow",
-            "drains", "memberflags",
+            "drains", "memberflags", "madeflags",
             "threads", "lending", "torn", "initflags", "workself", "kindctx",
             "newobjects", "newmembers", "outmade"]
 MAX_MODULE_LINES = 600

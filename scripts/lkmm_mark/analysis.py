@@ -60,6 +60,7 @@ from .escapes import Escapes
 from .exclusions import Exclusions
 from .flagargs import FlagArgs
 from .memberflags import MemberFlags
+from .madeflags import MadeFlags
 from .assertentry import AssertEntry
 from .handback import HandBack
 from .initflags import InitFlags
@@ -96,7 +97,7 @@ __all__ = ["Analysis", "Access", "Source", "STORE_MACROS", "PHASE_TAG"]
 
 class Analysis(Accesses, Accessors, Syntax, SourceScan, HandBack, WaitedWork, CallGraph, FlagArgs,
                AssertEntry,
-               MemberFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
+               MemberFlags, MadeFlags, NullArgs, OpsEntry, Callers, Escapes, Private, Detach, Unpublished,
                NewObjects, NewMembers, OutMade,
                Owners, InitFlags, FieldValues, Exclusions, Protection, Races, Waits, Drains,
                Verdicts, Contexts, Variants, Instances, Threads, TornObjects, WorkSelf,

@@ -207,7 +207,7 @@ class Contexts:
 
     def _contexts_from(self, key, sites, _visiting=None, need=(), drop=()):
         """caller_contexts() of key from the call sites that reach one
-        access (None: all) and the guards on key's parameters it needs;
+        access (None: all) and what key's parameters need (madeflags.py);
         drop: (teardown methods, owner structs) for the contexts of an
         owned struct's access (live_apart(), _context_sites())."""
         memo = self._ctxmemo
@@ -274,11 +274,11 @@ class Contexts:
         for i, (caller, st, k) in enumerate(sites):
             base = set(st.held)
             ck = (caller.file, caller.name)
-            # the caller's contexts that reach this call (flagargs.py)
-            rs = self.reaching_sites_for(caller, k, need)
+            # the calls that reach this one, and their needs (flagargs.py, madeflags.py)
+            rs, up = self.carried_sites(fn, caller, k, need)
             if rs is not None and not rs:
                 continue                # a call no caller's call reaches (flagargs.py)
-            cc = self._contexts_from(ck, rs, visiting, drop=drop) \
+            cc = self._contexts_from(ck, rs, visiting, up, drop) \
                 if visiting is not None else None
             if cc is None or by_site and len(out) + len(cc) + len(sites) - i > self._SITE_MAX + 1:
                 cc = [frozenset(self.entry.get(ck, {}))]
@@ -358,7 +358,7 @@ class Contexts:
             # the calls that can reach a (flagargs.py), or all
             # (none: a branch no call reaches, judged as if all did)
             sites = (self.reaching_sites(a) or None) if a.tok is not None else None
-            need = self.flag_guards(a.func, a.tok) if a.tok is not None else ()
+            need = self.access_needs(a.func, a.tok) if a.tok is not None else ()
             ctxs = self._contexts_from(key, sites, need=need, drop=drop) if drop else \
                 self._site_contexts(key, sites, need)
             if ctxs == [] and (drop or self._life_only(a.func, sites)):
