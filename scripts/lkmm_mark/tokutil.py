@@ -4,6 +4,7 @@ no analysis state (the statement or block around a token, the items of a
 list, a declaration, a goto label, a return).  Functions of (toks, index
 ...) only: they read and set no attribute of the analysis."""
 import bisect
+import functools
 
 from . import csrc
 from .locks import KEYWORDS
@@ -261,7 +262,11 @@ def _reaches(toks, j, k):
     return True
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _root(base):
+    """The variable an access path's base starts with ('(*x)' -> 'x'),
+    or None (remembered: the same bases come back, and tokenizing them
+    is the cost)."""
     if not base:
         return None
     toks = csrc.tokenize(base)
