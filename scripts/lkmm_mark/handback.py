@@ -68,7 +68,16 @@ class HandBack:
 
     def _out_params(self, fn):
         """[(index, name)] of fn's 'struct S **p' parameters, when fn
-        returns an int (0 for success)."""
+        returns an int (0 for success); remembered (the sources alone:
+        the lock flow's wrappers and out_makers() ask, the latter again
+        after the windows are forgotten)."""
+        memo = self.__dict__.setdefault("_outparams", {})
+        key = (fn.file, fn.body_start)
+        if key not in memo:
+            memo[key] = self._find_out_params(fn)
+        return memo[key]
+
+    def _find_out_params(self, fn):
         if (fn.ret or "").split()[-1:] != ["int"] or fn.broken:
             return []
         toks = self.src.toks[fn.file]

@@ -187,13 +187,22 @@ def _asserted_set(toks, lo, hi, p, asserts):
 
 def _open_blocks(toks, lo, k):
     """The '{' of every block that holds toks[k], innermost first, down
-    to toks[lo]."""
+    to toks[lo].  A '}' the bracket table matches (csrc.index_parens())
+    closes a balanced block: the walk goes on from its '{' (the same
+    walk, without the block's tokens)."""
+    back = getattr(toks, "opening", None)
     depth = 0
     i = k
     while i > lo:
         i -= 1
         t = toks[i].text
         if t == "}":
+            o = back[i] if back is not None else -1
+            if o >= 0:
+                if o < lo:
+                    return
+                i = o
+                continue
             depth += 1
         elif t == "{":
             if depth:
