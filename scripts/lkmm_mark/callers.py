@@ -298,30 +298,29 @@ class Callers:
         block groups (under their writeout mutex, holding a handle) and
         again inside the critical section, which excludes every handle."""
         rs = self._locksets(r)
-        found = set()
-        keys = _common_keys(tuple(common))
-        # each distinct lockset once (many contexts share one)
-        for x in dict.fromkeys(rs):
-            hit = next((lk for lk, ks in keys if any(k in x for k in ks)), None)
-            if hit is None:
+        found = []
+        for x in rs:
+            hit = [lk for lk in common if (lk[:-2] in x or lk[:-2] + HANDED in x
+                                           if lk.endswith("!x") else
+                                           lk in x or lk + ":r" in x or lk + HANDED in x or
+                                           lk + HANDED + ":r" in x)]
+            if not hit:
                 break
-            found.add(hit)
+            found.append(hit[0][:-2] if hit[0].endswith("!x") else hit[0])
         else:
             if len(rs) > 1:
-                return sorted(found)
+                return sorted(set(found))
         if not writes or len(writes) > 16:
             return None
         used = set()
         rs = set(rs)
-        ys = set()
         for w in writes:
-            ys.update(self._locksets(w))
-        for y in ys:
-            for x in rs:
-                hit = _excluding(x, y)
-                if hit is None:
-                    return None
-                used.add(hit)
+            for y in set(self._locksets(w)):
+                for x in rs:
+                    hit = _excluding(x, y)
+                    if hit is None:
+                        return None
+                    used.add(hit)
         return sorted(used)
 
     @property
@@ -501,21 +500,6 @@ def _excluding(x, y):
         if shared is not None and shared in y:
             return n
     return declared_excluding(x, y)
-
-
-@functools.lru_cache(maxsize=1 << 12)
-def _common_keys(common):
-    """_ctx_excluded()'s test of each lock of common: (the lock it
-    reports, the held-set keys any one of which in a lockset holds it):
-    'L!x' (held at least shared by every write) is L exclusive, or
-    handed back; 'L' is L in any mode, or handed back."""
-    out = []
-    for lk in common:
-        if lk.endswith("!x"):
-            out.append((lk[:-2], (lk[:-2], lk[:-2] + HANDED)))
-        else:
-            out.append((lk, (lk, lk + ":r", lk + HANDED, lk + HANDED + ":r")))
-    return tuple(out)
 
 
 @functools.lru_cache(maxsize=1 << 16)
