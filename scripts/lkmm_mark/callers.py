@@ -435,11 +435,10 @@ class Callers:
         handover = {}
         ops = self.P.ops_contexts
         calls = {c["call"] for c in self.P.contexts}
-        names = set(ops) | calls         # any other token is passed over below
         for f, toks in self.src.toks.items():
             n = len(toks)
             for i, t in enumerate(toks):
-                if t.text not in names or t.kind != "id":
+                if t.kind != "id":
                     continue
                 fn = self._ops_member_at(toks, i, ops) if t.text in ops else None
                 if fn is not None:

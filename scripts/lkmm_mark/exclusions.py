@@ -96,9 +96,6 @@ class Exclusions:
         k = a.tok
         if k is None or a.func is None or k < 2 or toks[k - 1].text not in ("->", "."):
             return False
-        ids = self._ids(a.func)
-        if k < a.func.body_end and not any(m in ids for m in STORE_MACROS):
-            return False                # no store macro in the body
         depth = 0
         for j in range(k - 1, a.func.body_start, -1):
             x = toks[j].text

@@ -310,12 +310,9 @@ class NullArgs:
         if weak_src:
             for key, fn in self.src.funcs.items():
                 toks = self.src.toks[fn.file]
-                ids = self._ids(fn)
-                # 'v = src(': the uses of the weak sources' names
-                for j in sorted(j for n in ids.keys() & weak_src for j in ids[n]):
-                    k = j - 2
-                    if fn.body_start <= k < fn.body_end - 3 and toks[k].kind == "id" and \
-                            toks[k + 1].text == "=" and toks[k + 3].text == "(":
+                for k in range(fn.body_start, fn.body_end - 3):
+                    if toks[k].kind == "id" and toks[k + 1].text == "=" and \
+                            toks[k + 2].text in weak_src and toks[k + 3].text == "(":
                         weak_locals.setdefault(key, set()).add(toks[k].text)
         return weak_locals
 

@@ -56,14 +56,14 @@ class Unpublished:
             links = self._struct_links(fn, st)
             if len(links) != 1:
                 continue
-            # both tests need toks[k + 3] to be p: its uses, in order
-            for k in [j - 3 for j in self._ids(fn).get(p, ()) if lo + 1 <= j - 3 < hi - 5]:
+            for k in range(lo + 1, hi - 5):
                 if toks[k].text in self.P.unlinkers or toks[k].text in self.P.link_removers:
-                    if toks[k + 1].text == "(" and toks[k + 2].text == "&":
+                    if toks[k + 1].text == "(" and toks[k + 2].text == "&" and \
+                            toks[k + 3].text == p:
                         break                   # taken off first: it was linked
                 if toks[k].text in self.P.publishers and toks[k + 1].text == "(" and \
                         self.P.publishers[toks[k].text] == 0 and toks[k + 2].text == "&" and \
-                        toks[k + 4].text in ("->", ".") and \
+                        toks[k + 3].text == p and toks[k + 4].text in ("->", ".") and \
                         toks[k + 5].text in links:
                     if not _in_loop(toks, lo, k):
                         out[p] = (lo, k, "not yet published: %s() links it into its first "
