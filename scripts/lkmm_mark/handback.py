@@ -30,8 +30,9 @@ The inferred wrappers are for the lock flow only (.flow_lockfns): they
 are functions of the target, whose calls publish and keep what other
 calls do (not primitives, as the declared wrappers in .lockfns are).
 
-Reads .src, .lockfns, .guards, .params(); sets nothing (callgraph.py
-keeps the result as .flow_lockfns).
+Reads .src, .lockfns, .guards, .params(); sets nothing but the memo
+of _out_params() (_outparams; callgraph.py keeps the result as
+.flow_lockfns).
 """
 from .correlate import STORES
 from .lockmodes import HANDED, handed_base
