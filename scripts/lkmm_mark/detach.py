@@ -110,7 +110,7 @@ class Detach:
         """Adds to out the arguments fn hands to a function that detaches
         them (_detachers())."""
         toks = self.src.toks[fn.file]
-        lo, hi = fn.body_start, fn.body_end
+        hi = fn.body_end
         # a call to a function that detaches the object it is passed
         # (foo_delete_head(): rb_erase_cached() of the head's only
         # link under the locks it asserts) detaches the argument here
@@ -119,9 +119,9 @@ class Detach:
         # filling its table and be asking this): a call by another name
         # reaches none
         known = self._detachnames
-        for k in range(lo + 1, hi - 2):
-            if toks[k].text not in known or toks[k].kind != "id" or toks[k + 1].text != "(" or \
-                    toks[k - 1].text in (".", "->"):
+        ids = self._ids(fn)
+        for k in sorted(k for n in ids.keys() & known for k in ids[n] if k < hi - 2):
+            if toks[k + 1].text != "(" or toks[k - 1].text in (".", "->"):
                 continue
             targets = self._callee(fn, toks[k].text)
             if not targets or toks[k].text in self.addr_taken:
@@ -402,8 +402,7 @@ class Detach:
         self._detachnames = set()
         for key, fn in self.src.funcs.items():
             names = self.params(fn)
-            if not names or not any(self.P.unlinkers & set(
-                    t.text for t in self.src.toks[fn.file][fn.body_start:fn.body_end])):
+            if not names or not self.P.unlinkers & self._ids(fn).keys():
                 continue
             d = self._detached(fn)
             idx = {n for n, p in enumerate(names) if p and p in d and d[p][1] == fn.body_end

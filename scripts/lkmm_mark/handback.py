@@ -30,8 +30,9 @@ The inferred wrappers are for the lock flow only (.flow_lockfns): they
 are functions of the target, whose calls publish and keep what other
 calls do (not primitives, as the declared wrappers in .lockfns are).
 
-Reads .src, .lockfns, .guards, .params(); sets nothing (callgraph.py
-keeps the result as .flow_lockfns).
+Reads .src, .lockfns, .guards, .params(); sets nothing but the memo
+of _out_params() (_outparams; callgraph.py keeps the result as
+.flow_lockfns).
 """
 from .correlate import STORES
 from .lockmodes import HANDED, handed_base
@@ -68,7 +69,16 @@ class HandBack:
 
     def _out_params(self, fn):
         """[(index, name)] of fn's 'struct S **p' parameters, when fn
-        returns an int (0 for success)."""
+        returns an int (0 for success); remembered (the sources alone:
+        the lock flow's wrappers and out_makers() ask, the latter again
+        after the windows are forgotten)."""
+        memo = self.__dict__.setdefault("_outparams", {})
+        key = (fn.file, fn.body_start)
+        if key not in memo:
+            memo[key] = self._find_out_params(fn)
+        return memo[key]
+
+    def _find_out_params(self, fn):
         if (fn.ret or "").split()[-1:] != ["int"] or fn.broken:
             return []
         toks = self.src.toks[fn.file]

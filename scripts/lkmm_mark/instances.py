@@ -146,9 +146,8 @@ class Instances:
         store is a fresh allocation), NULL or another such variable; or,
         for a parameter func never assigns, those every caller passes."""
         toks = self.src.toks[file]
-        where = [j for j in range(func.body_start, func.body_end)
-                 if toks[j].text == v and toks[j + 1].text == "=" and
-                 toks[j - 1].text not in (".", "->")]
+        where = [j for j in self._ids(func).get(v, ())
+                 if toks[j + 1].text == "=" and toks[j - 1].text not in (".", "->")]
         if not where:
             names = self.params(func)
             role = self.P.param_roles.get((func.name, names.index(v))) if v in names else None

@@ -31,6 +31,10 @@ class FlowResult:
         self.events = []      # (token index, op, lock name)
 
 
+# _groups_of()'s memo: [the lock functions it is for, {name: group keys}]
+_GROUPS = [None, {}]
+
+
 class LockFlow(Conds):
     """Run over toks[lo:hi] (the body including braces)."""
 
@@ -394,12 +398,20 @@ class LockFlow(Conds):
         return mentions(self.t, arg, field, self.resolve)
 
     def _groups_of(self, name):
-        """Held-set keys of every group the lock functions declare for name."""
-        out = set()
-        for spec in self.lockfns.values():
-            for sp in [spec] + spec.get("variants", []):
-                if sp.get("lock") == name and sp.get("mode") == "group":
-                    out.add("%s{%s}:r" % (name, sp["group"]))
+        """Held-set keys of every group the lock functions declare for name
+        (remembered for the lock functions of the last flow: every
+        function's flow has the same ones)."""
+        if _GROUPS[0] is not self.lockfns:
+            _GROUPS[:] = [self.lockfns, {}]
+        memo = _GROUPS[1]
+        out = memo.get(name)
+        if out is None:
+            out = set()
+            for spec in self.lockfns.values():
+                for sp in [spec] + spec.get("variants", []):
+                    if sp.get("lock") == name and sp.get("mode") == "group":
+                        out.add("%s{%s}:r" % (name, sp["group"]))
+            out = memo[name] = frozenset(out)
         return out
 
     def _split_args(self, lo, hi):

@@ -353,14 +353,15 @@ class Private:
         """Adds to priv the members of its stack structs that hold a fresh
         object and nothing else."""
         toks = self.src.toks[fn.file]
-        lo, hi = fn.body_start, fn.body_end
+        hi = fn.body_end
         # 'args.inode = foo_new_inode(...);': a fresh object kept in a
         # member of a stack struct, which is assigned nothing else but
         # NULL in fn
         fresh, other = {}, set()
-        for k in range(lo + 1, hi - 5):
-            if toks[k].text in priv and priv[toks[k].text] == "stack object" and \
-                    toks[k + 1].text == "." and toks[k + 2].kind == "id" and \
+        ids = self._ids(fn)
+        stack = [n for n in ids.keys() & priv.keys() if priv[n] == "stack object"]
+        for k in sorted(k for n in stack for k in ids[n] if k < hi - 5):
+            if toks[k + 1].text == "." and toks[k + 2].kind == "id" and \
                     toks[k + 3].text == "=" and toks[k - 1].text not in (".", "->", "&"):
                 path = "%s.%s" % (toks[k].text, toks[k + 2].text)
                 call = self._fresh_call(toks, k + 4)

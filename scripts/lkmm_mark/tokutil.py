@@ -4,6 +4,7 @@ no analysis state (the statement or block around a token, the items of a
 list, a declaration, a goto label, a return).  Functions of (toks, index
 ...) only: they read and set no attribute of the analysis."""
 import bisect
+import functools
 
 from . import csrc
 from .locks import KEYWORDS
@@ -186,13 +187,22 @@ def _asserted_set(toks, lo, hi, p, asserts):
 
 def _open_blocks(toks, lo, k):
     """The '{' of every block that holds toks[k], innermost first, down
-    to toks[lo]."""
+    to toks[lo].  A '}' the bracket table matches (csrc.index_parens())
+    closes a balanced block: the walk goes on from its '{' (the same
+    walk, without the block's tokens)."""
+    back = getattr(toks, "opening", None)
     depth = 0
     i = k
     while i > lo:
         i -= 1
         t = toks[i].text
         if t == "}":
+            o = back[i] if back is not None else -1
+            if o >= 0:
+                if o < lo:
+                    return
+                i = o
+                continue
             depth += 1
         elif t == "{":
             if depth:
@@ -261,7 +271,11 @@ def _reaches(toks, j, k):
     return True
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _root(base):
+    """The variable an access path's base starts with ('(*x)' -> 'x'),
+    or None (remembered: the same bases come back, and tokenizing them
+    is the cost)."""
     if not base:
         return None
     toks = csrc.tokenize(base)

@@ -88,10 +88,11 @@ class Unpublished:
         if not stack:
             return out
         first = {}
-        for k in range(lo + 1, hi - 2):
+        ids = self._ids(fn)
+        for k in sorted(j - 1 for n in ids.keys() & stack.keys() for j in ids[n]
+                        if lo + 1 <= j - 1 < hi - 2):
             name = toks[k + 1].text
-            if name not in stack or name in first or toks[k + 1].kind != "id" or \
-                    toks[k].text in (".", "->"):
+            if name in first or toks[k].text in (".", "->"):
                 continue
             nx = toks[k + 2].text
             if toks[k].text != "&":
