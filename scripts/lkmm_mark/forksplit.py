@@ -17,6 +17,7 @@ fork_map() gives back their results in the order of the items.
 import io
 import os
 import pickle
+import signal
 
 _UNSET = object()
 
@@ -80,7 +81,15 @@ def _beside(there, here):
         finally:
             os._exit(code)
     os.close(w)
-    here()
+    try:
+        here()
+    except BaseException:
+        # an error here ends the command (or the test): the child, which
+        # may wait to write to the pipe, is not left behind
+        os.close(r)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
     with os.fdopen(r, "rb") as f:
         data = f.read()
     _, status = os.waitpid(pid, 0)
