@@ -9,11 +9,15 @@ comes back pickled, an access it refers to (a counterpart) as its index
 in the list, and is set on the same accesses here: the plan is the one a
 single loop makes (tests: the plans of the committed series, byte for
 byte).  Without fork(), or when the child fails, this process runs the
-whole loop itself.
+whole loop itself.  The same for the lock flows of the functions
+(callgraph.py run_flow()), which depend on no other function's, and for
+the rewrite's edits of each file's sites (commands.annotate_rewrite()):
+fork_map() gives back their results in the order of the items.
 """
 import io
 import os
 import pickle
+import signal
 
 _UNSET = object()
 
@@ -77,7 +81,15 @@ def _beside(there, here):
         finally:
             os._exit(code)
     os.close(w)
-    here()
+    try:
+        here()
+    except BaseException:
+        # an error here ends the command (or the test): the child, which
+        # may wait to write to the pipe, is not left behind
+        os.close(r)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
     with os.fdopen(r, "rb") as f:
         data = f.read()
     _, status = os.waitpid(pid, 0)
@@ -136,14 +148,15 @@ def fork_map(items, fn, in_child):
     return res
 
 
-def by_group(items, group_of):
+def by_group(items, group_of, weight=None):
     """in_child() for fork_map() and split_loop(): whole groups (a file, a
-    field) to one side, shared out by their sizes, largest first, each to
-    the side with fewer so far."""
+    field) to one side, shared out by their sizes (the number of their
+    items, or the sum of weight(x) over them), largest first, each to the
+    side with less so far."""
     sizes = {}
     for x in items:
         g = group_of(x)
-        sizes[g] = sizes.get(g, 0) + 1
+        sizes[g] = sizes.get(g, 0) + (1 if weight is None else weight(x))
     load, child = [0, 0], set()
     for g, c in sorted(sizes.items(), key=lambda x: (-x[1], str(x[0]))):
         side = 0 if load[0] <= load[1] else 1
