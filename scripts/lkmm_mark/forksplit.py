@@ -9,10 +9,7 @@ comes back pickled, an access it refers to (a counterpart) as its index
 in the list, and is set on the same accesses here: the plan is the one a
 single loop makes (tests: the plans of the committed series, byte for
 byte).  Without fork(), or when the child fails, this process runs the
-whole loop itself.  The same for the lock flows of the functions
-(callgraph.py run_flow()), which depend on no other function's, and for
-the rewrite's edits of each file's sites (commands.annotate_rewrite()):
-fork_map() gives back their results in the order of the items.
+whole loop itself.
 """
 import io
 import os
