@@ -13,7 +13,6 @@ from . import facts as facts_mod
 from . import factcheck
 from . import policy as policy_mod
 from .analysis import Analysis, Source
-from .forksplit import by_group, fork_map
 from .tree import ensure_tree, kernel_series, UserError, require_tools
 
 
@@ -441,27 +440,20 @@ def annotate_rewrite(tree, sites, src=None, double_fetches=()):
     comments = rewrite.load_comments()
     discarding = rewrite.discarding_macros(tree, byf)
     typos = rewrite.checkpatch_typos(tree)
-
-    def edits(item):
-        f, ss = item
+    for f, ss in byf.items():
         try:
             with open(os.path.join(tree, f), encoding="utf-8", errors="surrogateescape") as fh:
                 text = fh.read()
         except OSError:
-            return {}, ()
+            continue
         # the analysis' tokens of the same text (read with errors="replace":
         # the same tokens unless the file has bytes that are not UTF-8)
         toks = src.toks.get(f) if src is not None and src.text.get(f) == text else None
         E, app, sk = rewrite.plan_file_edits(text, ss, comments, toks,
                                              src.pos.get(f) if toks is not None else None,
                                              discarding=discarding, typos=typos)
-        return sk, rewrite.nested_outer(E, app)
-    # file by file, about half of the sites' files in a forked child
-    items = list(byf.items())
-    for sk, outer in fork_map(items, edits, by_group(items, lambda x: x[0],
-                                                      lambda x: len(x[1]))):
         why.update(sk)
-        nested.update(outer)
+        nested.update(rewrite.nested_outer(E, app))
     for s in sites:
         if s["action"] != "none":
             k = (s["file"], s["line"], s["column"])
