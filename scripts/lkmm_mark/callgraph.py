@@ -22,12 +22,10 @@ import collections
 
 from .callctx import call_context
 from .correlate import returned_values
-from .forksplit import by_group, fork_map
 from .locks import KEYWORDS, LockFlow
 from .lockstate import How, State
 from .base import UserError
 from .guards import Guards, remembered_errors
-from .heldobjects import held_loads
 from .source import _short
 from .tokutil import _designated_init, _call_start
 
@@ -70,21 +68,23 @@ class CallGraph:
             if a.func is not None and a.tok is not None:
                 by_func[(a.file, a.fn)].append(a)
         # the loads of members policies/ 'held_members' declares (heldobjects.py)
-        self._held_toks = held_loads(self.accesses, self.P.held_members)
+        self._held_toks = collections.defaultdict(dict)
+        for a in self.accesses:
+            lock = self.P.held_members.get("%s.%s" % (a.struct, a.field))
+            if lock is not None and a.kind == "read" and a.tok is not None:
+                self._held_toks[(a.file, a.fn)][a.tok] = lock
         self.flows = {}
         self.calls = collections.defaultdict(list)     # callee -> [(caller Function, State)]
         self._sites = {}                               # sites_of() cache, reset with calls
+        self._want = {}
         # an 'if' whose body is one assertion: its condition is diagnostic
         self._guarded = self.guarded_calls()
         if not self.__dict__.get("call_contexts"):
             self.call_contexts = {}
         pre = self.call_contexts
-        funcs = list(self.src.funcs.items())
-        self._want = {key: {a.tok for a in by_func.get(key, ())} for key, _ in funcs}
-        # no flow depends on another's: half of them in a child (forksplit.py)
-        got = fork_map(funcs, lambda x: self._flow(x[1], self._want[x[0]], State()),
-                       by_group(funcs, lambda x: x[0], lambda x: x[1].body_end - x[1].body_start))
-        for (key, fn), res in zip(funcs, got):
+        for key, fn in self.src.funcs.items():
+            want = self._want[key] = {a.tok for a in by_func.get(key, ())}
+            res = self._flow(fn, want, State())
             self.flows[key] = res
             ctx = pre.get(key)
             if ctx is None:

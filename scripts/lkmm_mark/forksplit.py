@@ -145,15 +145,14 @@ def fork_map(items, fn, in_child):
     return res
 
 
-def by_group(items, group_of, weight=None):
+def by_group(items, group_of):
     """in_child() for fork_map() and split_loop(): whole groups (a file, a
-    field) to one side, shared out by their sizes (the number of their
-    items, or the sum of weight(x) over them), largest first, each to the
-    side with less so far."""
+    field) to one side, shared out by their sizes, largest first, each to
+    the side with fewer so far."""
     sizes = {}
     for x in items:
         g = group_of(x)
-        sizes[g] = sizes.get(g, 0) + (1 if weight is None else weight(x))
+        sizes[g] = sizes.get(g, 0) + 1
     load, child = [0, 0], set()
     for g, c in sorted(sizes.items(), key=lambda x: (-x[1], str(x[0]))):
         side = 0 if load[0] <= load[1] else 1

@@ -30,22 +30,11 @@ the take acquires the lock, which the release handed v drops.  A loop
 ends, so an entry released is not taken again.
 
 Reads: the member tokens the accesses say load a declared member
-(held_loads(), for callgraph.py).  Sets nothing."""
+(callgraph.py).  Sets nothing."""
 from .csrc import base_start, remembered
 from .lockstate import How
 
 _STEPS = {"++", "--", "+=", "-=", "|=", "&=", "^="}
-
-
-def held_loads(accesses, held_members):
-    """(file, function) -> {token index: lock} of the loads of the members
-    held_members ('struct.member' -> lock) declares."""
-    out = {}
-    for a in accesses:
-        lock = held_members.get("%s.%s" % (a.struct, a.field))
-        if lock is not None and a.kind == "read" and a.tok is not None:
-            out.setdefault((a.file, a.fn), {})[a.tok] = lock
-    return out
 
 
 def _member_end(t, lo, hi, held):
