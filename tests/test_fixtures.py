@@ -1898,6 +1898,15 @@ class InitFlags(unittest.TestCase):
         self.assertIn("init_time_flags isb.state", str(cm.exception))
 
 
+def _with_and_without_lifetimes(fixture, flagged):
+    """{True: flagged(analysis of fixture), False: the same without its
+    'thread_lifetimes' entries}."""
+    def untold(P):
+        P.thread_lifetimes = []
+    return {tweak is None: flagged(analyse_fixture(FIXTURES / fixture, tweak=tweak))
+            for tweak in (None, untold)}
+
+
 class ThreadLifetimes(unittest.TestCase):
     def _flagged(self, A):
         return sorted((a.line, a.fn, a.field) for a in A.accesses
@@ -1909,12 +1918,7 @@ class ThreadLifetimes(unittest.TestCase):
         the thread's accesses again (and its load of seq, under its lock,
         races with the thread's store), and so do the thread's store of
         seq and its load of blk."""
-        def untold(P):
-            P.thread_lifetimes = []
-        got = {}
-        for tweak in (None, untold):
-            got[tweak is None] = self._flagged(
-                analyse_fixture(FIXTURES / "thread_lifetime", tweak=tweak))
+        got = _with_and_without_lifetimes("thread_lifetime", self._flagged)
         self.assertEqual(got[True], [])
         self.assertEqual(got[False], [(32, "guard_thread", "blk"), (35, "guard_thread", "seq"),
                                       (35, "guard_thread", "seq"), (55, "guard_start", "seq"),
@@ -1950,12 +1954,7 @@ class ThreadHeld(unittest.TestCase):
     def test_without_the_fact_the_store_before_the_start_races(self):
         """Without the entry, scan_create()'s store of root before the
         kthread_run() pairs with the thread's load."""
-        def untold(P):
-            P.thread_lifetimes = []
-        got = {}
-        for tweak in (None, untold):
-            got[tweak is None] = self._flagged(
-                analyse_fixture(FIXTURES / "thread_held", tweak=tweak))
+        got = _with_and_without_lifetimes("thread_held", self._flagged)
         self.assertEqual(got[True], [])
         self.assertEqual(got[False], [(37, "scan_thread", "root"), (55, "scan_create", "root")])
 

@@ -15,6 +15,7 @@ break/continue, return, forward goto to labels.
 Backward gotos end their path (the label's state is already fixed).
 """
 from . import correlate, heldobjects, lockobjects, lockraise
+from .csrc import remembered
 from .lockconds import Conds
 from .lockmodes import HANDED, group_lock, hold_also, mode_name
 from .lockstate import How, State, merge
@@ -31,8 +32,8 @@ class FlowResult:
         self.events = []      # (token index, op, lock name)
 
 
-# _groups_of()'s memo: [the lock functions it is for, {name: group keys}]
-_GROUPS = [None, {}]
+# _groups_of()'s memo: {lock functions' id: (them, {name: group keys})}
+_GROUPS = {}
 
 
 class LockFlow(Conds):
@@ -401,9 +402,7 @@ class LockFlow(Conds):
         """Held-set keys of every group the lock functions declare for name
         (remembered for the lock functions of the last flow: every
         function's flow has the same ones)."""
-        if _GROUPS[0] is not self.lockfns:
-            _GROUPS[:] = [self.lockfns, {}]
-        memo = _GROUPS[1]
+        memo = remembered(_GROUPS, self.lockfns, dict)
         out = memo.get(name)
         if out is None:
             out = set()
